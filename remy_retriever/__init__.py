@@ -1,0 +1,1 @@
+"""remy-retriever: hybrid BM25 + dense retrieval over Chroma, with cited results."""

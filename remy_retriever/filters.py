@@ -1,0 +1,263 @@
+"""Validate a Chroma-style ``where`` filter once, up front, into a small typed tree.
+
+Both branches are driven from that one tree: :func:`to_chroma` renders it for Chroma,
+the lexical store renders it for tantivy, and :func:`matches` evaluates it in Python
+(used for neighbours and as the reference semantics in tests).
+
+Semantics follow Chroma's: ``$ne``/``$nin`` also match chunks that lack the key;
+``$gt``/``$gte``/``$lt``/``$lte`` take numbers and never match a missing key. Beyond
+Chroma we accept a dict with several keys (an implicit ``$and``), several operators on
+one key (``{"year": {"$gte": 2000, "$lt": 2010}}``), and one-element ``$and``/``$or``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Union
+
+from .documents import RESERVED_PREFIX
+from .errors import InvalidFilterError
+
+__all__ = [
+    "And",
+    "Compare",
+    "Filter",
+    "Or",
+    "DOCUMENT_ID_KEY",
+    "matches",
+    "parse_where",
+    "to_chroma",
+]
+
+#: The metadata key under which every chunk records its document id; filterable.
+DOCUMENT_ID_KEY = "remy_doc_id"
+
+Scalar = Union[str, int, float, bool]
+
+_EQUALITY = ("$eq", "$ne")
+_MEMBERSHIP = ("$in", "$nin")
+_ORDER = ("$gt", "$gte", "$lt", "$lte")
+_OPERATORS = _EQUALITY + _MEMBERSHIP + _ORDER
+_MAX_DEPTH = 32
+_MAX_NODES = 1024
+
+
+@dataclass(frozen=True)
+class Compare:
+    """``key <op> value``; for ``$in``/``$nin`` the value is a tuple."""
+
+    key: str
+    op: str
+    value: Scalar | tuple[Scalar, ...]
+
+
+@dataclass(frozen=True)
+class And:
+    items: tuple[Filter, ...]
+
+
+@dataclass(frozen=True)
+class Or:
+    items: tuple[Filter, ...]
+
+
+Filter = Union[Compare, And, Or]
+
+
+def parse_where(where: object) -> Filter | None:
+    """Validate ``where`` and return its tree (``None`` for no filter).
+
+    Raises :class:`InvalidFilterError` naming the offending part.
+    """
+    if where is None:
+        return None
+    if not isinstance(where, Mapping):
+        msg = (
+            f"where must be a dict like {{'tenant': 'a'}}, got {type(where).__name__} "
+            f"{_short(where)}"
+        )
+        raise InvalidFilterError(msg)
+    if not where:
+        return None
+    counter = [0]
+    return _parse(where, 0, counter)
+
+
+def _parse(where: Mapping[Any, Any], depth: int, counter: list[int]) -> Filter:
+    if depth > _MAX_DEPTH:
+        msg = f"where is nested deeper than {_MAX_DEPTH} levels; flatten the filter"
+        raise InvalidFilterError(msg)
+    if not where:
+        msg = "where contains an empty clause {}; remove it or add a condition"
+        raise InvalidFilterError(msg)
+    items: list[Filter] = []
+    for key, value in where.items():
+        counter[0] += 1
+        if counter[0] > _MAX_NODES:
+            msg = f"where has more than {_MAX_NODES} conditions; simplify the filter"
+            raise InvalidFilterError(msg)
+        if not isinstance(key, str):
+            msg = f"where keys must be str, got {key!r}"
+            raise InvalidFilterError(msg)
+        if key in ("$and", "$or"):
+            if not isinstance(value, (list, tuple)) or not value:
+                msg = f"{key} takes a non-empty list of filters, got {_short(value)}"
+                raise InvalidFilterError(msg)
+            subs: list[Filter] = []
+            for sub in value:
+                if not isinstance(sub, Mapping):
+                    msg = f"each item of {key} must be a dict, got {_short(sub)}"
+                    raise InvalidFilterError(msg)
+                subs.append(_parse(sub, depth + 1, counter))
+            items.append(_combine(And if key == "$and" else Or, subs))
+        elif key.startswith("$"):
+            msg = (
+                f"unknown logical operator {key!r} in where; use '$and' or '$or', or a "
+                "metadata key"
+            )
+            raise InvalidFilterError(msg)
+        else:
+            _check_key(key)
+            items.extend(_parse_field(key, value))
+    return _combine(And, items)
+
+
+def _check_key(key: str) -> None:
+    if not key:
+        msg = "where has an empty metadata key ''"
+        raise InvalidFilterError(msg)
+    if key.startswith(RESERVED_PREFIX) and key != DOCUMENT_ID_KEY:
+        msg = (
+            f"where key {key!r} is reserved for remy-retriever internals; filter on your own "
+            f"metadata keys, or on {DOCUMENT_ID_KEY!r} for the document id"
+        )
+        raise InvalidFilterError(msg)
+
+
+def _parse_field(key: str, value: object) -> list[Filter]:
+    if not isinstance(value, Mapping):
+        return [Compare(key, "$eq", _scalar(key, "$eq", value))]
+    if not value:
+        msg = f"where[{key!r}] is an empty operator dict; use e.g. {{'$eq': ...}}"
+        raise InvalidFilterError(msg)
+    out: list[Filter] = []
+    for op, operand in value.items():
+        if op not in _OPERATORS:
+            msg = (
+                f"unknown operator {op!r} for where[{key!r}]; supported: "
+                + ", ".join(_OPERATORS)
+            )
+            raise InvalidFilterError(msg)
+        if op in _MEMBERSHIP:
+            if not isinstance(operand, (list, tuple)) or not operand:
+                msg = f"{op} for where[{key!r}] takes a non-empty list, got {_short(operand)}"
+                raise InvalidFilterError(msg)
+            values = tuple(_scalar(key, op, v) for v in operand)
+            kinds = {_kind(v) for v in values}
+            if len(kinds) > 1:
+                msg = f"{op} for where[{key!r}] mixes value types {_short(operand)}; use one type"
+                raise InvalidFilterError(msg)
+            out.append(Compare(key, op, values))
+        elif op in _ORDER:
+            if isinstance(operand, bool) or not isinstance(operand, (int, float)):
+                msg = f"{op} for where[{key!r}] takes a number, got {_short(operand)}"
+                raise InvalidFilterError(msg)
+            out.append(Compare(key, op, _scalar(key, op, operand)))
+        else:
+            out.append(Compare(key, op, _scalar(key, op, operand)))
+    return out
+
+
+def _scalar(key: str, op: str, value: object) -> Scalar:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        if abs(value) > 2**63 - 1:
+            msg = f"{op} for where[{key!r}]: {value} does not fit in 64 bits"
+            raise InvalidFilterError(msg)
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            msg = f"{op} for where[{key!r}]: {value!r} is not a finite number"
+            raise InvalidFilterError(msg)
+        return value
+    if isinstance(value, str):
+        if "\x00" in value:
+            msg = f"{op} for where[{key!r}]: the value contains a NUL byte"
+            raise InvalidFilterError(msg)
+        return value
+    msg = (
+        f"where[{key!r}] {op} value must be a str, int, float or bool, got "
+        f"{type(value).__name__} {_short(value)}"
+    )
+    raise InvalidFilterError(msg)
+
+
+def _kind(value: Scalar) -> str:
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, (int, float)):
+        return "number"
+    return "str"
+
+
+def _combine(kind: type[And] | type[Or], items: list[Filter]) -> Filter:
+    if len(items) == 1:
+        return items[0]
+    return kind(tuple(items))
+
+
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def to_chroma(node: Filter | None) -> dict[str, Any] | None:
+    """Render the tree as a Chroma ``where`` dict."""
+    if node is None:
+        return None
+    if isinstance(node, And):
+        return {"$and": [to_chroma(i) for i in node.items]}
+    if isinstance(node, Or):
+        return {"$or": [to_chroma(i) for i in node.items]}
+    value = list(node.value) if isinstance(node.value, tuple) else node.value
+    return {node.key: {node.op: value}}
+
+
+def matches(node: Filter | None, metadata: Mapping[str, Any]) -> bool:
+    """Evaluate the tree against one chunk's metadata, with Chroma's semantics."""
+    if node is None:
+        return True
+    if isinstance(node, And):
+        return all(matches(i, metadata) for i in node.items)
+    if isinstance(node, Or):
+        return any(matches(i, metadata) for i in node.items)
+    present = node.key in metadata
+    actual = metadata.get(node.key)
+    if node.op == "$eq":
+        return present and _equal(actual, node.value)
+    if node.op == "$ne":
+        return not (present and _equal(actual, node.value))
+    if node.op in _MEMBERSHIP:
+        assert isinstance(node.value, tuple)
+        hit = present and any(_equal(actual, v) for v in node.value)
+        return hit if node.op == "$in" else not hit
+    if not present or isinstance(actual, bool) or not isinstance(actual, (int, float)):
+        return False
+    bound = node.value
+    assert isinstance(bound, (int, float))
+    if node.op == "$gt":
+        return actual > bound
+    if node.op == "$gte":
+        return actual >= bound
+    if node.op == "$lt":
+        return actual < bound
+    return actual <= bound
+
+
+def _equal(actual: object, expected: object) -> bool:
+    if isinstance(actual, bool) or isinstance(expected, bool):
+        return isinstance(actual, bool) and isinstance(expected, bool) and actual == expected
+    return actual == expected

@@ -1,0 +1,219 @@
+"""Search results: :class:`SearchHit`, :class:`Citation`, :class:`SearchExplain`, :class:`Match`.
+
+Python attributes are snake_case; :meth:`SearchHit.to_dict` and :meth:`SearchHit.from_dict`
+speak the camelCase wire names of the SearchHit spec (``retrievalRank``, ``documentId``...).
+Optional fields that were not requested are omitted from the wire form.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["BranchExplain", "Citation", "Match", "SearchExplain", "SearchHit"]
+
+
+@dataclass(frozen=True)
+class Citation:
+    """Where a passage came from. Always present on a hit.
+
+    ``start``/``end`` are character offsets of the passage in the source document's text
+    (``document.text[start:end]``), not in :attr:`SearchHit.text`.
+    """
+
+    document_id: str
+    chunk_index: int
+    start: int
+    end: int
+    heading_path: tuple[str, ...] = ()
+    title: str | None = None
+    url: str | None = None
+    path: str | None = None
+
+    @property
+    def source(self) -> str:
+        """The best thing to render as the source: url, else path, else the document id."""
+        return self.url or self.path or self.document_id
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "documentId": self.document_id,
+            "chunkIndex": self.chunk_index,
+            "start": self.start,
+            "end": self.end,
+            "headingPath": list(self.heading_path),
+            "title": self.title,
+            "url": self.url,
+            "path": self.path,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Citation:
+        return cls(
+            document_id=str(data["documentId"]),
+            chunk_index=int(data["chunkIndex"]),
+            start=int(data["start"]),
+            end=int(data["end"]),
+            heading_path=tuple(data.get("headingPath") or ()),
+            title=data.get("title"),
+            url=data.get("url"),
+            path=data.get("path"),
+        )
+
+
+@dataclass(frozen=True)
+class BranchExplain:
+    """What one retrieval branch said about a hit: its 1-based rank and raw score
+    (cosine similarity for ``semantic``, BM25 for ``lexical``) and its share of the
+    fused score."""
+
+    rank: int
+    score: float
+    contribution: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"rank": self.rank, "score": self.score}
+        if self.contribution is not None:
+            out["contribution"] = self.contribution
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> BranchExplain:
+        contribution = data.get("contribution")
+        return cls(
+            rank=int(data["rank"]),
+            score=float(data["score"]),
+            contribution=None if contribution is None else float(contribution),
+        )
+
+
+@dataclass(frozen=True)
+class SearchExplain:
+    """Why a hit is where it is: the branches that found it, each branch's rank and raw
+    score, the fused score, the rerank score when reranked, and the matched query terms
+    (lexical and hybrid modes)."""
+
+    mode: str
+    branches: Mapping[str, BranchExplain] = field(default_factory=dict)
+    fused_score: float | None = None
+    rerank_score: float | None = None
+    matched_terms: tuple[str, ...] = ()
+
+    @property
+    def found_by(self) -> tuple[str, ...]:
+        return tuple(sorted(self.branches))
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "mode": self.mode,
+            "foundBy": list(self.found_by),
+            "branches": {name: b.to_dict() for name, b in sorted(self.branches.items())},
+        }
+        if self.fused_score is not None:
+            out["fusedScore"] = self.fused_score
+        if self.rerank_score is not None:
+            out["rerankScore"] = self.rerank_score
+        if self.mode != "semantic":
+            out["matchedTerms"] = list(self.matched_terms)
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> SearchExplain:
+        return cls(
+            mode=str(data["mode"]),
+            branches={k: BranchExplain.from_dict(v) for k, v in data.get("branches", {}).items()},
+            fused_score=data.get("fusedScore"),
+            rerank_score=data.get("rerankScore"),
+            matched_terms=tuple(data.get("matchedTerms") or ()),
+        )
+
+
+@dataclass(frozen=True)
+class Match:
+    """A highlighted span of :attr:`SearchHit.text`: ``text[start:end] == token``."""
+
+    start: int
+    end: int
+    token: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"start": self.start, "end": self.end, "token": self.token}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Match:
+        return cls(start=int(data["start"]), end=int(data["end"]), token=str(data["token"]))
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    """One ranked result: the passage, its score and its citation.
+
+    ``score`` is comparable within one response only. With reranking it is the reranker's
+    0-1 relevance; without, the mode's raw score (cosine in ``semantic``, BM25 in
+    ``lexical``, the fused score in ``hybrid``). ``retrieval_rank``/``retrieval_score`` are
+    the 1-based position and score before reranking; they are ``None`` (omitted on the
+    wire) when no reranking happened. ``explain``, ``neighbors`` and ``matches`` are
+    ``None`` unless requested.
+    """
+
+    id: str
+    score: float
+    text: str
+    citation: Citation
+    retrieval_rank: int | None = None
+    retrieval_score: float | None = None
+    explain: SearchExplain | None = None
+    neighbors: Mapping[str, tuple[str, ...]] | None = None
+    matches: tuple[Match, ...] | None = None
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The wire form: camelCase names, optional fields only when present."""
+        out: dict[str, Any] = {
+            "id": self.id,
+            "score": self.score,
+            "text": self.text,
+            "citation": self.citation.to_dict(),
+        }
+        if self.retrieval_rank is not None:
+            out["retrievalRank"] = self.retrieval_rank
+        if self.retrieval_score is not None:
+            out["retrievalScore"] = self.retrieval_score
+        if self.explain is not None:
+            out["explain"] = self.explain.to_dict()
+        if self.neighbors is not None:
+            out["neighbors"] = {
+                "before": list(self.neighbors.get("before", ())),
+                "after": list(self.neighbors.get("after", ())),
+            }
+        if self.matches is not None:
+            out["matches"] = [m.to_dict() for m in self.matches]
+        if self.metadata:
+            out["metadata"] = dict(self.metadata)
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> SearchHit:
+        neighbors = data.get("neighbors")
+        matches = data.get("matches")
+        explain = data.get("explain")
+        rank = data.get("retrievalRank")
+        rscore = data.get("retrievalScore")
+        return cls(
+            id=str(data["id"]),
+            score=float(data["score"]),
+            text=str(data["text"]),
+            citation=Citation.from_dict(data["citation"]),
+            retrieval_rank=None if rank is None else int(rank),
+            retrieval_score=None if rscore is None else float(rscore),
+            explain=None if explain is None else SearchExplain.from_dict(explain),
+            neighbors=None
+            if neighbors is None
+            else {
+                "before": tuple(neighbors.get("before", ())),
+                "after": tuple(neighbors.get("after", ())),
+            },
+            matches=None if matches is None else tuple(Match.from_dict(m) for m in matches),
+            metadata=dict(data.get("metadata") or {}),
+        )
