@@ -1,1 +1,48 @@
-"""remy-retriever: hybrid BM25 + dense retrieval over Chroma, with cited results."""
+"""remy-retriever: hybrid BM25 + dense retrieval over Chroma, with cited results.
+
+>>> from remy_retriever import Retriever, Document
+>>> r = Retriever("./remy_data", collection="docs")
+>>> r.add([Document(id="guide", text="# Guide\\n\\n## Install\\n\\nRun pip install ...")])
+>>> hits = r.search("how do I install", mode="hybrid", k=5)
+"""
+
+from .documents import Document
+from .embeddings import Embedder, SentenceTransformerEmbedder
+from .errors import (
+    CollectionNotFoundError,
+    IndexLockedError,
+    InvalidDocumentError,
+    InvalidFilterError,
+    InvalidInputError,
+    InvalidQueryError,
+    ModelLoadError,
+    RemyError,
+    ServerUnavailableError,
+    StoreError,
+)
+from .hits import BranchExplain, Citation, Match, SearchExplain, SearchHit
+from .retriever import IngestReport, Retriever
+
+__all__ = [
+    "BranchExplain",
+    "Citation",
+    "CollectionNotFoundError",
+    "Document",
+    "Embedder",
+    "IndexLockedError",
+    "IngestReport",
+    "InvalidDocumentError",
+    "InvalidFilterError",
+    "InvalidInputError",
+    "InvalidQueryError",
+    "Match",
+    "ModelLoadError",
+    "RemyError",
+    "Retriever",
+    "SearchExplain",
+    "SearchHit",
+    "SentenceTransformerEmbedder",
+    "ServerUnavailableError",
+    "StoreError",
+]
+__version__ = "0.1.0"

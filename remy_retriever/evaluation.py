@@ -1,0 +1,159 @@
+"""Evaluate retrieval on a BEIR-layout folder (``remy eval``).
+
+The folder holds ``corpus.jsonl`` (``_id``, ``title``, ``text``), ``queries.jsonl``
+(``_id``, ``text``) and ``qrels/test.tsv`` (``query-id``, ``corpus-id``, ``score`` with a
+header). Each document is indexed as its title (as the heading path) plus its text; a
+document with neither is skipped. Only queries that appear in the qrels are run.
+
+Ranking rule: a document longer than one chunk ranks by its best chunk (the first time
+any of its chunks appears in the fused chunk ranking); later chunks of the same document
+are skipped. Metrics come from ``ir-measures`` (nDCG@10, R@100 by default).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import platform
+import statistics
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .documents import Document
+from .errors import InvalidInputError
+
+__all__ = ["BeirDataset", "evaluate", "load_beir", "rank_documents"]
+
+DEFAULT_MEASURES = ("nDCG@10", "R@100")
+
+
+@dataclass(frozen=True)
+class BeirDataset:
+    name: str
+    corpus: Mapping[str, tuple[str, str]]  # id -> (title, text)
+    queries: Mapping[str, str]  # only the judged ones
+    qrels: Mapping[str, Mapping[str, int]]
+    fingerprint: str = field(default="")
+
+    def documents(self) -> list[Document]:
+        docs = []
+        for doc_id, (title, text) in self.corpus.items():
+            if not (title.strip() or text.strip()):
+                continue
+            if not text.strip():
+                # Title only: index the title as the text so the document is findable.
+                text, title = title, ""
+            docs.append(Document(id=doc_id, text=text, title=title.strip() or None))
+        return docs
+
+
+def _read_jsonl(path: Path) -> Iterable[dict[str, Any]]:
+    with path.open(encoding="utf-8") as fh:
+        for line_no, line in enumerate(fh, start=1):
+            if line.strip():
+                try:
+                    yield json.loads(line)
+                except json.JSONDecodeError as exc:
+                    msg = f"{path}:{line_no} is not valid JSON ({exc.msg}); fix the file"
+                    raise InvalidInputError(msg) from exc
+
+
+def load_beir(folder: str | Path, *, split: str = "test") -> BeirDataset:
+    """Load a BEIR folder; raises InvalidInputError naming a missing file."""
+    root = Path(folder)
+    needed = [root / "corpus.jsonl", root / "queries.jsonl", root / "qrels" / f"{split}.tsv"]
+    for path in needed:
+        if not path.is_file():
+            msg = f"{str(path)!r} is missing; a BEIR folder needs corpus.jsonl, queries.jsonl and qrels/{split}.tsv"
+            raise InvalidInputError(msg)
+    qrels: dict[str, dict[str, int]] = {}
+    with needed[2].open(encoding="utf-8") as fh:
+        for line_no, line in enumerate(fh):
+            parts = line.rstrip("\n").split("\t")
+            if line_no == 0 and parts[0] == "query-id":
+                continue
+            if len(parts) < 3:
+                continue
+            qrels.setdefault(parts[0], {})[parts[1]] = int(float(parts[2]))
+    corpus = {
+        str(row["_id"]): (str(row.get("title") or ""), str(row.get("text") or ""))
+        for row in _read_jsonl(needed[0])
+    }
+    queries = {
+        str(row["_id"]): str(row["text"])
+        for row in _read_jsonl(needed[1])
+        if str(row["_id"]) in qrels
+    }
+    digest = hashlib.sha256()
+    for path in needed[:1]:
+        stat = path.stat()
+        digest.update(f"{path.name}:{stat.st_size}".encode())
+        with path.open("rb") as fh:
+            digest.update(fh.read(1 << 20))
+    return BeirDataset(root.resolve().name, corpus, queries, qrels, digest.hexdigest()[:16])
+
+
+def rank_documents(chunk_ranking: Sequence[tuple[str, float]], depth: int) -> list[str]:
+    """Document ids in order of their best chunk (chunk ids are ``doc#position``)."""
+    seen: dict[str, None] = {}
+    for cid, _ in chunk_ranking:
+        doc_id = cid.rsplit("#", 1)[0]
+        if doc_id not in seen:
+            seen[doc_id] = None
+            if len(seen) == depth:
+                break
+    return list(seen)
+
+
+def evaluate(
+    dataset: BeirDataset,
+    rank: Callable[[str], Sequence[tuple[str, float]]],
+    *,
+    depth: int = 100,
+    measures: Sequence[str] = DEFAULT_MEASURES,
+) -> dict[str, float]:
+    """Run ``rank`` (query -> fused chunk ranking) over the judged queries and score it."""
+    import ir_measures
+
+    run: dict[str, dict[str, float]] = {}
+    latencies: list[float] = []
+    for qid, text in dataset.queries.items():
+        started = time.perf_counter()
+        ranking = rank(text)
+        latencies.append((time.perf_counter() - started) * 1000)
+        docs = rank_documents(ranking, depth)
+        run[qid] = {doc_id: float(depth - i) for i, doc_id in enumerate(docs)}
+    parsed = [ir_measures.parse_measure(m) for m in measures]
+    scores = ir_measures.calc_aggregate(parsed, dataset.qrels, run)
+    out = {str(m): float(scores[m]) for m in parsed}
+    out["p50_ms"] = statistics.median(latencies) if latencies else 0.0
+    out["p95_ms"] = _percentile(latencies, 95)
+    out["queries"] = float(len(latencies))
+    return out
+
+
+def _percentile(values: Sequence[float], pct: float) -> float:
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    idx = min(len(ordered) - 1, max(0, round(pct / 100 * (len(ordered) - 1))))
+    return ordered[idx]
+
+
+def machine_info() -> dict[str, Any]:
+    import os
+
+    try:
+        mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    except (ValueError, OSError, AttributeError):
+        mem = 0.0
+    return {
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "cpus": os.cpu_count(),
+        "memory_gib": round(mem, 1),
+        "date": time.strftime("%Y-%m-%d"),
+    }

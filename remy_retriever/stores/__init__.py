@@ -1,0 +1,1 @@
+"""Storage backends: the persistent lexical (BM25) index derived from Chroma."""

@@ -1,0 +1,232 @@
+"""The Chroma collection: vectors, chunk text and metadata. It is the source of truth.
+
+Every Chroma call goes through :meth:`DenseStore._call`, which turns connection
+failures into :class:`~remy_retriever.errors.ServerUnavailableError` naming the server.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, TypeVar
+
+import numpy as np
+
+from ..embeddings import (
+    Embedder,
+    RemyEmbeddingFunction,
+    cosine_from_distance,
+    embedder_from_config,
+)
+from ..errors import CollectionNotFoundError, RemyError, ServerUnavailableError, StoreError
+
+__all__ = ["GENERATION_KEY", "DenseStore", "Record"]
+
+#: Collection metadata key holding the write generation (a fresh token per write).
+GENERATION_KEY = "remy_generation"
+
+T = TypeVar("T")
+Record = tuple[str, str, dict[str, Any]]  # (chunk id, text, metadata)
+
+_CONNECTION_HINTS = ("connect", "connection", "timed out", "timeout", "unreachable", "refused")
+
+
+class DenseStore:
+    """One Chroma collection in cosine space, created with our registered embedding
+    function so that reopening it (also through plain ``chromadb``) embeds alike."""
+
+    def __init__(
+        self,
+        client: Any,
+        name: str,
+        *,
+        embedder: Embedder | None,
+        create: bool,
+        server: str,
+    ) -> None:
+        self.client = client
+        self.name = name
+        self.server = server
+        self.collection = self._call("open the collection", lambda: self._open(embedder, create))
+        self.embedder: Embedder = self.collection._embedding_function.embedder
+
+    def _open(self, embedder: Embedder | None, create: bool) -> Any:
+        from chromadb.errors import NotFoundError
+
+        try:
+            existing = self.client.get_collection(self.name, embedding_function=None)
+        except NotFoundError:
+            existing = None
+        except ValueError as exc:
+            if "does not exist" not in str(exc):
+                raise
+            existing = None
+        if existing is None:
+            if not create:
+                msg = (
+                    f"collection {self.name!r} does not exist on {self.server}; "
+                    "check the name, or open it with create=True"
+                )
+                raise CollectionNotFoundError(msg)
+            ef = RemyEmbeddingFunction(embedder)
+            return self.client.get_or_create_collection(
+                self.name,
+                embedding_function=ef,
+                configuration={"hnsw": {"space": "cosine"}},
+                metadata={GENERATION_KEY: uuid.uuid4().hex},
+            )
+        if embedder is None:
+            config = (existing.configuration_json or {}).get("embedding_function") or {}
+            if config.get("name") != RemyEmbeddingFunction.name():
+                msg = (
+                    f"collection {self.name!r} was not created by remy-retriever (its "
+                    f"embedding function is {config.get('name')!r}); pass embedder=..."
+                )
+                raise StoreError(msg)
+            embedder = embedder_from_config(dict(config.get("config") or {}))
+        existing._embedding_function = RemyEmbeddingFunction(embedder)
+        return existing
+
+    # -- plumbing ---------------------------------------------------------------------
+
+    def _call(self, what: str, fn: Callable[[], T]) -> T:
+        try:
+            return fn()
+        except RemyError:
+            raise
+        except Exception as exc:
+            text = f"{type(exc).__name__}: {exc}".lower()
+            if isinstance(exc, (ConnectionError, TimeoutError, OSError)) or any(
+                hint in text for hint in _CONNECTION_HINTS
+            ):
+                msg = (
+                    f"cannot {what}: the Chroma server at {self.server} is unreachable ({exc}); "
+                    "start it (e.g. `chroma run --host 127.0.0.1 --port 8000`) or fix "
+                    "host/port"
+                )
+                raise ServerUnavailableError(msg) from exc
+            msg = f"cannot {what} in Chroma collection {self.name!r}: {exc}"
+            raise StoreError(msg) from exc
+
+    @property
+    def max_batch(self) -> int:
+        return int(self._call("read the batch size", self.client.get_max_batch_size))
+
+    # -- generation -------------------------------------------------------------------
+
+    def generation(self) -> str:
+        """The current write generation, read fresh from the server."""
+
+        def read() -> str:
+            col = self.client.get_collection(self.name, embedding_function=None)
+            return str((col.metadata or {}).get(GENERATION_KEY, ""))
+
+        return self._call("read the collection generation", read)
+
+    def bump_generation(self) -> str:
+        token = uuid.uuid4().hex
+
+        def write() -> None:
+            meta = dict(self.collection.metadata or {})
+            meta[GENERATION_KEY] = token
+            self.collection.modify(metadata=meta)
+
+        self._call("update the collection generation", write)
+        return token
+
+    # -- writes -----------------------------------------------------------------------
+
+    def upsert(
+        self,
+        ids: Sequence[str],
+        embeddings: np.ndarray,
+        texts: Sequence[str],
+        metadatas: Sequence[Mapping[str, Any]],
+    ) -> None:
+        if not ids:
+            return
+        self._call(
+            "write chunks",
+            lambda: self.collection.upsert(
+                ids=list(ids),
+                embeddings=embeddings,
+                documents=list(texts),
+                metadatas=[dict(m) for m in metadatas],
+            ),
+        )
+
+    def delete(self, ids: Sequence[str]) -> None:
+        if ids:
+            self._call("delete chunks", lambda: self.collection.delete(ids=list(ids)))
+
+    # -- reads ------------------------------------------------------------------------
+
+    def count(self) -> int:
+        return int(self._call("count chunks", self.collection.count))
+
+    def query(
+        self, embedding: np.ndarray, n: int, where: Mapping[str, Any] | None
+    ) -> list[tuple[str, float]]:
+        """Nearest chunks to ``embedding`` as ``(chunk id, cosine similarity)``."""
+        if n <= 0:
+            return []
+        result = self._call(
+            "search",
+            lambda: self.collection.query(
+                query_embeddings=[embedding],
+                n_results=n,
+                where=dict(where) if where else None,
+                include=["distances"],
+            ),
+        )
+        ids = result["ids"][0]
+        distances = result["distances"][0]
+        return [(i, cosine_from_distance(d)) for i, d in zip(ids, distances)]
+
+    def get(
+        self,
+        *,
+        ids: Sequence[str] | None = None,
+        where: Mapping[str, Any] | None = None,
+        documents: bool = True,
+        metadatas: bool = True,
+        limit: int | None = None,
+        offset: int | None = None,
+    ) -> list[Record]:
+        include = [n for n, on in (("documents", documents), ("metadatas", metadatas)) if on]
+        if ids is not None and not ids:
+            return []
+        result = self._call(
+            "read chunks",
+            lambda: self.collection.get(
+                ids=list(ids) if ids is not None else None,
+                where=dict(where) if where else None,
+                include=include,
+                limit=limit,
+                offset=offset,
+            ),
+        )
+        docs = result.get("documents") or [""] * len(result["ids"])
+        metas = result.get("metadatas") or [{}] * len(result["ids"])
+        return [(i, d or "", dict(m or {})) for i, d, m in zip(result["ids"], docs, metas)]
+
+    def iter_all(
+        self,
+        *,
+        where: Mapping[str, Any] | None = None,
+        documents: bool = True,
+        metadatas: bool = True,
+        page: int = 5000,
+    ) -> Iterator[list[Record]]:
+        """Every matching record, in pages."""
+        offset = 0
+        while True:
+            batch = self.get(
+                where=where, documents=documents, metadatas=metadatas, limit=page, offset=offset
+            )
+            if not batch:
+                return
+            yield batch
+            if len(batch) < page:
+                return
+            offset += len(batch)
