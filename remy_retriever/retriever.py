@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import sys
 import threading
 import time
@@ -28,6 +29,7 @@ from .errors import (
     InvalidDocumentError,
     InvalidInputError,
     InvalidQueryError,
+    ServerUnavailableError,
 )
 from .filters import DOCUMENT_ID_KEY, Filter, matches, parse_where, to_chroma
 from .hits import BranchExplain, Citation, SearchExplain, SearchHit
@@ -49,6 +51,7 @@ _EMBED_QUERY_CHARS = 4_000
 #: Writers stamp chunks with their clock; catch-up looks this far back before its last
 #: sync to allow for clock skew and slow writes between instances.
 SYNC_MARGIN_MS = 5 * 60 * 1000
+_COLLECTION_NAME = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9._-]{1,510})[a-zA-Z0-9]")
 INGEST_SUFFIXES = (".md", ".markdown", ".txt", ".rst")
 
 # Reserved chunk metadata keys (user metadata may not start with "remy_").
@@ -118,8 +121,11 @@ class Retriever:
         if client is not None and path is not None:
             msg = f"pass either a path ({path!r}) or a client, not both"
             raise InvalidInputError(msg)
-        if not isinstance(collection, str) or not collection:
-            msg = f"collection must be a non-empty str, got {collection!r}"
+        if not isinstance(collection, str) or not _COLLECTION_NAME.fullmatch(collection):
+            msg = (
+                f"collection name {collection!r} is not valid: use 3-512 characters from "
+                "[a-zA-Z0-9._-], starting and ending with a letter or digit (e.g. 'docs')"
+            )
             raise InvalidInputError(msg)
         import chromadb
 
@@ -145,6 +151,31 @@ class Retriever:
         self._write_lock = threading.RLock()
         self._sync_lock = threading.Lock()
         self._catch_up(force=bool(self._lexical.state.get("dirty")))
+
+    @classmethod
+    def from_server(
+        cls,
+        host: str = "127.0.0.1",
+        port: int = 8000,
+        *,
+        collection: str = "docs",
+        lexical_path: str | os.PathLike[str] | None = None,
+        **kwargs: Any,
+    ) -> Retriever:
+        """Connect to a Chroma server (``chroma run``) with ``chromadb.HttpClient``.
+
+        Raises :class:`ServerUnavailableError` naming ``host:port`` when it is down."""
+        import chromadb
+
+        try:
+            client = chromadb.HttpClient(host=host, port=port)
+        except Exception as exc:
+            msg = (
+                f"cannot reach the Chroma server at http://{host}:{port} ({exc}); start it "
+                f"with `chroma run --host {host} --port {port}` or fix host/port"
+            )
+            raise ServerUnavailableError(msg) from exc
+        return cls(client=client, collection=collection, lexical_path=lexical_path, **kwargs)
 
     # -- properties ---------------------------------------------------------------------
 

@@ -1,1 +1,1 @@
-"""Storage backends: the persistent lexical (BM25) index derived from Chroma."""
+"""Storage backends: the Chroma-backed dense store and the derived lexical index."""

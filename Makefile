@@ -1,0 +1,59 @@
+# remy-retriever developer tasks.
+#
+#   make venv   create/refresh .venv with the package, the bundled model and dev tools
+#   make demo   run examples/quickstart.py against the bundled corpus
+#   make test   run the test suite offline (no model downloads)
+#   make lint   ruff check, ruff format --check, mypy (not part of `test` yet)
+#   make clean  remove .venv and caches
+
+SHELL := /bin/bash
+.DEFAULT_GOAL := test
+
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+
+# torch must be pinned in the same pip command as sentence-transformers;
+# otherwise pip resolves a multi-GB CUDA build.
+TORCH_PIN := torch==2.13.0
+
+# Optional framework integrations: included only when their directory has a
+# pyproject.toml. The [test] extra is requested only when it is declared.
+INTEGRATION_DIRS := integrations/langchain-remy integrations/llama-index-retrievers-remy
+INTEGRATION_PYPROJECTS := $(wildcard $(addsuffix /pyproject.toml,$(INTEGRATION_DIRS)))
+has_test_extra = $(shell awk '/^\[/{s=($$0 ~ /^\[project\.optional-dependencies\]/)} s && /^[[:space:]]*"?test"?[[:space:]]*=/{f=1} END{if(f)print "yes"}' $(1)/pyproject.toml)
+integration_spec = '$(1)$(if $(call has_test_extra,$(1)),[test])'
+INTEGRATION_SPECS := $(foreach d,$(patsubst %/pyproject.toml,%,$(INTEGRATION_PYPROJECTS)),-e $(call integration_spec,$(d)))
+
+# Test directories that exist (tests/ plus integrations/*/tests).
+TEST_DIRS := $(wildcard tests integrations/*/tests)
+
+TEST_ENV := HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 ANONYMIZED_TELEMETRY=False TOKENIZERS_PARALLELISM=false
+
+.PHONY: venv demo test lint clean
+
+venv: $(STAMP)
+
+$(VENV)/bin/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(STAMP): pyproject.toml $(INTEGRATION_PYPROJECTS) | $(VENV)/bin/python
+	$(PY) -m pip install --upgrade pip
+	$(PY) -m pip install $(TORCH_PIN) -e '.[model,dev]' $(INTEGRATION_SPECS)
+	touch $@
+
+demo: venv
+	$(PY) examples/quickstart.py
+
+test: venv
+	$(TEST_ENV) $(PY) -m pytest -q $(TEST_DIRS)
+
+lint: venv
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache build dist *.egg-info
+	find . -path ./$(VENV) -prune -o -type d -name __pycache__ -prune -exec rm -rf {} +

