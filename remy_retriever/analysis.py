@@ -34,9 +34,10 @@ MAX_QUERY_TERMS = 64
 # A word is a run of letters/digits (any script), allowing inner apostrophes ("don't").
 # Underscore is a separator so that snake_case identifiers match their parts.
 _MARKS = "\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f"
-_PART = rf"[^\W_](?:[^\W_]|[{_MARKS}])*"
-# Combining marks continue a word, so a decomposed "é" stays one token.
-_WORD = re.compile(rf"{_PART}(?:['’]{_PART})*")
+_CHAR = rf"[\w{_MARKS}]"
+# Underscores are turned into spaces before matching (same length, so offsets hold);
+# combining marks continue a word, so a decomposed "é" stays one token.
+_WORD = re.compile(rf"{_CHAR}+(?:['’]{_CHAR}+)*")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _MAX_TOKEN_CHARS = 64
 
@@ -60,6 +61,10 @@ STOPWORDS: frozenset[str] = frozenset(
 )
 
 _local = threading.local()
+# Stemming dominates analysis time, and vocabularies are Zipfian: memoise stems. Bounded;
+# reset when full. Dict reads/writes are atomic under the GIL, so threads may share it.
+_STEM_CACHE: dict[str, str] = {}
+_STEM_CACHE_MAX = 500_000
 
 
 def _stemmer() -> Stemmer.Stemmer:
@@ -90,20 +95,39 @@ def _normalize(word: str) -> str:
 
 def analyze_spans(text: str) -> list[Span]:
     """Analyse ``text`` keeping offsets: every non-stopword token with its stem and span."""
-    text = sanitize(text)
+    text = sanitize(text).replace("_", " ")
     spans: list[tuple[str, int, int]] = []
     for m in _WORD.finditer(text):
         word = _normalize(m.group())
         if word in STOPWORDS or len(word) > _MAX_TOKEN_CHARS:
             continue
         spans.append((word.replace("'", ""), m.start(), m.end()))
-    stems = _stemmer().stemWords([w for w, _, _ in spans])
+    stems = _stem([w for w, _, _ in spans])
     return [Span(stem, s, e) for stem, (_, s, e) in zip(stems, spans) if stem]
 
 
+def _stem(words: list[str]) -> list[str]:
+    cache = _STEM_CACHE
+    missing = [w for w in set(words) if w not in cache]
+    if missing:
+        if len(cache) + len(missing) > _STEM_CACHE_MAX:
+            cache.clear()
+        cache.update(zip(missing, _stemmer().stemWords(missing)))
+    return [cache[w] for w in words]
+
+
 def analyze(text: str) -> list[str]:
-    """The analysed terms of ``text``, in order, repeats kept (for indexing)."""
-    return [span.term for span in analyze_spans(text)]
+    """The analysed terms of ``text``, in order, repeats kept (for indexing).
+
+    Same terms as :func:`analyze_spans`, on a faster path that skips offsets.
+    """
+    words = _WORD.findall(sanitize(text).replace("_", " "))
+    kept = []
+    for word in words:
+        norm = _normalize(word)
+        if norm not in STOPWORDS and len(norm) <= _MAX_TOKEN_CHARS:
+            kept.append(norm.replace("'", ""))
+    return [stem for stem in _stem(kept) if stem]
 
 
 def analyze_query(text: str, *, max_terms: int = MAX_QUERY_TERMS) -> list[str]:

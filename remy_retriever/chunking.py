@@ -219,7 +219,14 @@ _CLOSERS = "\"'”’)]»」』"
 # class: the regex engine scans for it quickly; the rest is decided in Python.)
 _GAP_CANDIDATE = re.compile(rf"[{_TERMINATORS}\r\n]")
 _SPACES = re.compile(r"\s*")
+# A line starting one of these is a good place to cut: a list item or a code fence.
+_BLOCK_START = re.compile(r"(?:[-+*]|\d{1,9}[.)])(?:[ \t]|$)|```|~~~")
+_ABBREVIATIONS = frozenset(
+    {"al", "approx", "cf", "dr", "fig", "figs", "jr", "mr", "mrs", "ms", "prof", "sr", "st", "vs"}
+)
 _NON_SPACE_RUN = re.compile(r"\S+")
+# How far (in code points) a character cut may move to keep a character whole.
+_MAX_CLUSTER = 32
 
 
 @dataclass
@@ -247,12 +254,31 @@ def _breaks(gap: str) -> int:
     return gap.count("\n") + gap.count("\r") - gap.count("\r\n")
 
 
+def _is_false_stop(text: str, pos: int, start: int) -> bool:
+    """Whether the ``.`` at ``pos`` ends an abbreviation ("e.g.", "Dr.", "J.") or a
+    numbered-list marker ("2." at the start of a line) rather than a sentence."""
+    word_start = pos
+    while word_start > start and pos - word_start <= 8 and text[word_start - 1].isalnum():
+        word_start -= 1
+    word = text[word_start:pos]
+    if not word:
+        return False
+    if word.isdigit():
+        k = word_start
+        while k > start and text[k - 1] in " \t":
+            k -= 1
+        return k == start or text[k - 1] in "\r\n"
+    return (len(word) == 1 and word.isalpha()) or word.lower() in _ABBREVIATIONS
+
+
 def _sentence_atoms(text: str, start: int, end: int) -> _Atoms:
     """Split a stripped span into sentences and lines (costs are filled in later).
 
     A gap between atoms is the whitespace after a sentence end (``.!?…`` and CJK full
-    stops, optionally followed by a closing quote or bracket), any whitespace holding a
-    line break, or the empty gap after a CJK full stop followed directly by text.
+    stops, optionally followed by a closing quote or bracket; not after "e.g." or a
+    list number), any whitespace holding a line break (as strong as a sentence end when
+    the next line starts a list item or a code fence), or the empty gap after a CJK full
+    stop followed directly by text.
     """
     atoms = _Atoms([start], [], [_START])
     covered = start  # gaps found so far end here
@@ -266,7 +292,12 @@ def _sentence_atoms(text: str, start: int, end: int) -> _Atoms:
             while gap_start > covered and text[gap_start - 1].isspace():
                 gap_start -= 1
             gap_end = _skip_spaces(text, pos, end)
-            strength = _PARAGRAPH if _breaks(text[gap_start:gap_end]) >= 2 else _LINE
+            if _breaks(text[gap_start:gap_end]) >= 2:
+                strength = _PARAGRAPH
+            elif text[gap_start - 1] in _TERMINATORS or _BLOCK_START.match(text, gap_end, end):
+                strength = _SENTENCE
+            else:
+                strength = _LINE
         else:
             gap_start = pos + 1
             if gap_start < end and text[gap_start] in _CLOSERS:
@@ -275,6 +306,8 @@ def _sentence_atoms(text: str, start: int, end: int) -> _Atoms:
             if gap_end == gap_start and char not in _CJK_TERMINATORS:
                 continue  # "3.14", "e.g.x": not a sentence end
             is_paragraph = _breaks(text[gap_start:gap_end]) >= 2
+            if not is_paragraph and char == "." and _is_false_stop(text, pos, start):
+                continue  # a line break in this gap is still found as such
             strength = _PARAGRAPH if is_paragraph else _SENTENCE
         if gap_start <= atoms.starts[-1] or gap_end >= end:
             continue  # not between two non-empty atoms
@@ -303,6 +336,7 @@ def _may_cut_before(text: str, i: int, lower: int) -> bool:
         return False
     if 0x1F1E6 <= code <= 0x1F1FF and 0x1F1E6 <= ord(prev) <= 0x1F1FF:
         run, j = 0, i - 1  # regional indicators pair up into flags
+        lower = max(lower, i - _MAX_CLUSTER)
         while j >= lower and 0x1F1E6 <= ord(text[j]) <= 0x1F1FF:
             run += 1
             j -= 1
@@ -314,20 +348,24 @@ def _cut_word(
     text: str, start: int, end: int, strength: int, cost: int, budget: int
 ) -> list[tuple[int, int, int]] | None:
     """Cut one whitespace-free span into pieces of about 90% of ``budget`` tokens, by
-    characters at user-perceived character boundaries; None if it cannot be cut."""
+    characters, at user-perceived character boundaries when one is near (an abusive
+    "character" of dozens of combining marks is cut anyway); None for one code point."""
     step = max(1, ((end - start) * budget * 9) // (max(cost, 1) * 10))
     cuts: list[int] = []
     pos = start
     while pos + step < end:
-        cut = pos + step
-        while cut < end and not _may_cut_before(text, cut, start):
+        target = pos + step
+        cut = target
+        limit = min(end, target + _MAX_CLUSTER)
+        while cut < limit and not _may_cut_before(text, cut, start):
             cut += 1
-        if cut >= end:
-            cut = pos + step - 1
-            while cut > pos and not _may_cut_before(text, cut, start):
+        if cut >= limit:
+            cut = target - 1
+            limit = max(pos, target - _MAX_CLUSTER)
+            while cut > limit and not _may_cut_before(text, cut, start):
                 cut -= 1
-            if cut <= pos:
-                break
+            if cut <= limit:
+                cut = target
         cuts.append(cut)
         pos = cut
     if not cuts:
@@ -787,18 +825,14 @@ class _Chunker:
         atoms = item.atoms.slice(i, j)
         summed = sum(atoms.costs)
         budget = min(item.budget, summed) - (count - self.max_tokens)
-        if budget >= summed or budget < 1:
-            budget = max(1, summed // 2)
-        if (
-            len(atoms) == 1
-            and _split_atom(self.text, atoms.starts[0], atoms.ends[0], _START, max(summed, 2), 1)
-            is None
-        ):
-            start, end = atoms.starts[0], atoms.ends[0]
+        if budget >= summed or budget < 0:
+            budget = summed // 2
+        if len(atoms) == 1 and atoms.ends[0] - atoms.starts[0] == 1:
+            start = atoms.starts[0]
             msg = (
-                f"chunk_text({self.document_id!r}): {self.text[start:end]!r} at "
-                f"[{start}:{end}] with heading path {item.section.path!r} counts {count} "
-                f"tokens and cannot be split further; raise max_tokens={self.max_tokens}"
+                f"chunk_text({self.document_id!r}): the character {self.text[start]!r} at "
+                f"offset {start} with heading path {item.section.path!r} counts {count} "
+                f"tokens, more than max_tokens={self.max_tokens}; raise max_tokens"
             )
             raise InvalidInputError(msg)
         return _Work(item.section, atoms, budget)

@@ -30,6 +30,7 @@ class Citation:
     title: str | None = None
     url: str | None = None
     path: str | None = None
+    chunk_count: int | None = None
 
     @property
     def source(self) -> str:
@@ -46,6 +47,7 @@ class Citation:
             "title": self.title,
             "url": self.url,
             "path": self.path,
+            "chunkCount": self.chunk_count,
         }
 
     @classmethod
@@ -59,6 +61,7 @@ class Citation:
             title=data.get("title"),
             url=data.get("url"),
             path=data.get("path"),
+            chunk_count=None if data.get("chunkCount") is None else int(data["chunkCount"]),
         )
 
 

@@ -14,7 +14,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal
@@ -24,7 +24,10 @@ import numpy as np
 from . import fusion
 from .chunking import chunk_text
 from .documents import Chunk, Document, validate_document_id
+from .analysis import analyze_query
 from .embeddings import Embedder, as_matrix, resolve_embedder
+from .enrich import distinctive_terms, matched_terms, neighbor_ids
+from .enrich import highlight as highlight_spans
 from .errors import (
     InvalidDocumentError,
     InvalidInputError,
@@ -33,6 +36,7 @@ from .errors import (
 )
 from .filters import DOCUMENT_ID_KEY, Filter, matches, parse_where, to_chroma
 from .hits import BranchExplain, Citation, SearchExplain, SearchHit
+from .rerank import Reranker, resolve_reranker
 from .stores.dense import DenseStore, Record
 from .stores.lexical import LexicalIndex, LexicalRecord
 
@@ -117,6 +121,7 @@ class Retriever:
         max_tokens: int | None = None,
         progress: bool | None = None,
         lock_timeout: float = 10.0,
+        reranker: Reranker | str | None = None,
     ) -> None:
         if client is not None and path is not None:
             msg = f"pass either a path ({path!r}) or a client, not both"
@@ -147,6 +152,7 @@ class Retriever:
         self.collection = collection
         self.client = client
         self.progress = progress
+        self.reranker = resolve_reranker(reranker, None) if reranker is not None else None
         self._max_tokens = max_tokens
         self._write_lock = threading.RLock()
         self._sync_lock = threading.Lock()
@@ -457,21 +463,91 @@ class Retriever:
         weights: Mapping[str, float] | None = None,
         rrf_k: float = 60.0,
         alpha: float = 0.5,
+        rerank: bool | str | Reranker | None = None,
+        rerank_depth: int = 30,
+        min_score: float | None = None,
         explain: bool = False,
+        expand: int | bool = 0,
+        highlight: bool = False,
     ) -> list[SearchHit]:
-        """Search the collection.
+        """Search the collection and return up to ``k`` cited hits, best first.
 
         ``mode``: ``"semantic"`` (cosine similarity of embeddings), ``"lexical"`` (BM25)
         or ``"hybrid"`` (both branches fetch ``candidates`` chunks under the same
         ``where`` filter, then fuse by chunk id). ``fusion="rrf"`` (default) scores
         ``sum_b weights[b] / (rrf_k + rank_b)``; ``fusion="convex"`` scores
         ``alpha * semantic + (1 - alpha) * lexical`` over min-max normalised scores.
-        ``where`` is a Chroma-style metadata filter, applied inside both branches.
+        ``where`` is a Chroma-style metadata filter, applied inside every branch.
+
+        ``rerank``: ``True`` (the retriever's reranker, else the default cross-encoder),
+        a model name or path, or any :class:`Reranker`; ``None`` uses the retriever's
+        reranker if it was given one. The top ``rerank_depth`` candidates are rescored;
+        ``score`` becomes the reranker's 0-1 relevance and ``retrieval_rank`` /
+        ``retrieval_score`` keep the 1-based position and score from before reranking.
+        Without reranking those two fields are ``None`` (omitted on the wire): the hit's
+        position and ``score`` already are the retrieval rank and score.
+
+        ``min_score`` drops hits whose final ``score`` is below it. Only the rerank scale
+        (0-1) means the same thing across modes and queries; on raw retrieval scores
+        (cosine, BM25, RRF sums) a cutoff must be chosen per mode.
+
+        ``explain``, ``expand`` (``N`` chunks of context either side; ``True`` means 1) and
+        ``highlight`` add fields to each hit; they never change the hits, their order or
+        their scores.
         """
         plan = self._plan(query, mode=mode, k=k, where=where, candidates=candidates,
                           fusion=fusion, weights=weights, rrf_k=rrf_k, alpha=alpha)
+        reranker = resolve_reranker(rerank, self.reranker)
+        depth = _check_int("rerank_depth", rerank_depth)
+        if min_score is not None and (
+            isinstance(min_score, bool) or not isinstance(min_score, (int, float))
+        ):
+            msg = f"min_score must be a number or None, got {min_score!r}"
+            raise InvalidInputError(msg)
+        n_expand = _check_expand(expand)
         ranked, branches = self._rank(plan)
-        return self._hits(plan, ranked, branches, limit=plan.k, explain=explain)
+        limit = max(plan.k, depth) if reranker is not None else plan.k
+        hits = self._hits(plan, ranked, branches, limit=limit, explain=explain)
+        if reranker is not None:
+            hits = _rerank(plan.query, hits, reranker)
+        hits = hits[: plan.k]
+        if min_score is not None:
+            hits = [h for h in hits if h.score >= min_score]
+        if highlight:
+            idf = self._lexical.idf(analyze_query(plan.query))
+            terms = distinctive_terms(plan.query, idf)
+            hits = [replace(h, matches=highlight_spans(h.text, terms)) for h in hits]
+        if n_expand:
+            hits = self._with_neighbors(hits, n_expand, plan.where)
+        return hits
+
+    def _with_neighbors(
+        self, hits: Sequence[SearchHit], n: int, where: Filter | None
+    ) -> list[SearchHit]:
+        """Attach up to ``n`` chunks either side, by (document id, position), fetched
+        from Chroma under the same filter: a neighbour the filter excludes is left out."""
+        plans = []
+        wanted: list[str] = []
+        for hit in hits:
+            c = hit.citation
+            before, after = neighbor_ids(c.document_id, c.chunk_index, c.chunk_count, n)
+            plans.append((before, after))
+            wanted += before + after
+        records = {r[0]: r for r in self._dense.get(ids=sorted(set(wanted)), where=to_chroma(where))}
+        out = []
+        for hit, (before, after) in zip(hits, plans):
+            # Same document only (ids encode it), same filter (checked again in Python).
+            def texts(ids: list[str], doc: str = hit.citation.document_id) -> tuple[str, ...]:
+                return tuple(
+                    records[i][1]
+                    for i in ids
+                    if i in records
+                    and records[i][2].get(DOCUMENT_ID_KEY) == doc
+                    and matches(where, records[i][2])
+                )
+
+            out.append(replace(hit, neighbors={"before": texts(before), "after": texts(after)}))
+        return out
 
     def rank(
         self,
@@ -588,7 +664,7 @@ class Retriever:
                 record = records.get(cid)
                 if record is None or not matches(plan.where, record[2]):
                     continue
-                info = _explain(plan, cid, score, positions) if explain else None
+                info = _explain(plan, cid, score, positions, record[1]) if explain else None
                 hits.append(_hit(record, score, info))
                 if len(hits) == limit:
                     break
@@ -613,6 +689,7 @@ def _explain(
     cid: str,
     score: float,
     positions: Mapping[str, Mapping[str, tuple[int, float]]],
+    text: str,
 ) -> SearchExplain:
     found: dict[str, BranchExplain] = {}
     for name, table in positions.items():
@@ -622,9 +699,50 @@ def _explain(
             if plan.mode == "hybrid" and plan.fusion == "rrf":
                 contribution = plan.weights[name] / (plan.rrf_k + rank)
             found[name] = BranchExplain(rank=rank, score=raw, contribution=contribution)
+    terms = matched_terms(plan.query, text) if plan.mode != "semantic" else ()
     return SearchExplain(
-        mode=plan.mode, branches=found, fused_score=score if plan.mode == "hybrid" else None
+        mode=plan.mode,
+        branches=found,
+        fused_score=score if plan.mode == "hybrid" else None,
+        matched_terms=terms,
     )
+
+
+def _rerank(query: str, hits: Sequence[SearchHit], reranker: Reranker) -> list[SearchHit]:
+    """Rescore with ``reranker``; keep the pre-rerank position and score."""
+    if not hits:
+        return []
+    scores = reranker.score(query, [h.text for h in hits])
+    if len(scores) != len(hits):
+        msg = f"the reranker returned {len(scores)} scores for {len(hits)} texts"
+        raise InvalidInputError(msg)
+    rescored = []
+    for rank, (hit, value) in enumerate(zip(hits, scores), start=1):
+        info = hit.explain
+        if info is not None:
+            info = replace(info, rerank_score=float(value))
+        rescored.append(
+            replace(
+                hit,
+                score=float(value),
+                retrieval_rank=rank,
+                retrieval_score=hit.score,
+                explain=info,
+            )
+        )
+    rescored.sort(key=lambda h: (-h.score, h.retrieval_rank or 0))
+    return rescored
+
+
+def _check_expand(expand: object) -> int:
+    if expand is True:
+        return 1
+    if expand is False or expand is None:
+        return 0
+    if isinstance(expand, int) and 0 <= expand <= 50:
+        return expand
+    msg = f"expand must be True/False or an int between 0 and 50, got {expand!r}"
+    raise InvalidInputError(msg)
 
 
 # -- record <-> chunk helpers ------------------------------------------------------------
@@ -675,6 +793,7 @@ def _hit(record: Record, score: float, info: SearchExplain | None) -> SearchHit:
         title=meta.get(_TITLE),
         url=meta.get(_URL),
         path=meta.get(_PATH),
+        chunk_count=None if meta.get(_N_CHUNKS) is None else int(meta[_N_CHUNKS]),
     )
     user_meta = {k: v for k, v in meta.items() if not k.startswith("remy_")}
     return SearchHit(

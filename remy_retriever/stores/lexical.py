@@ -154,7 +154,7 @@ class LexicalRecord:
 
 
 def _has_surrogate(text: str) -> bool:
-    return sanitize(text) != text
+    return not text.isascii() and sanitize(text) != text
 
 
 def _check_record_id(value: object, name: str) -> None:
@@ -372,7 +372,7 @@ class LexicalIndex:
 
     def _locked_error(self, cause: BaseException | None) -> IndexLockedError:
         msg = (
-            f"the lexical index at {self._index_dir} is locked by another writer (in this "
+            f"the lexical index at {self._root} is locked by another writer (in this "
             f"or another process) and was not released within {self._lock_timeout:g} s; "
             "retry later, raise lock_timeout, or stop the other writer"
         )
@@ -454,8 +454,11 @@ class LexicalIndex:
         if 2 * len(wanted) >= total:
             # Most of the index: one pass over the live (id, hash) terms beats fetching
             # stored documents one by one.
-            pairs = (term.rpartition(_SEP) for term in _live_terms(searcher, _F_IDHASH))
-            return {chunk_id: digest for chunk_id, _, digest in pairs if chunk_id in wanted}
+            for term in _live_terms(searcher, _F_IDHASH):
+                chunk_id, _, digest = term.rpartition(_SEP)
+                if chunk_id in wanted:
+                    found[chunk_id] = digest
+            return found
         ordered = sorted(wanted)
         for start in range(0, len(ordered), _ID_BATCH):
             batch = ordered[start : start + _ID_BATCH]

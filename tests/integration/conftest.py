@@ -35,3 +35,17 @@ def minilm_model() -> Any:
 @pytest.fixture
 def embedder(minilm_model: Any) -> CountingEmbedder:
     return CountingEmbedder(minilm_model)
+
+
+@pytest.fixture(scope="session")
+def cross_encoder_path(tmp_path_factory: pytest.TempPathFactory, minilm_path: str) -> str:
+    """A small real cross-encoder built from the MiniLM weights with a seeded, untrained
+    head (no pretrained cross-encoder is available offline here)."""
+    import torch
+    from sentence_transformers import CrossEncoder
+
+    torch.manual_seed(1234)
+    model = CrossEncoder(minilm_path, num_labels=1)
+    out = tmp_path_factory.mktemp("cross-encoder")
+    model.save(str(out))
+    return str(out)

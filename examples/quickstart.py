@@ -1,0 +1,60 @@
+"""Quickstart: ingest the bundled Markdown corpus and print cited hybrid search hits.
+
+Run it with ``make demo`` (or ``python examples/quickstart.py [DATA_DIR]``). It builds an
+embedded Chroma store in ``DATA_DIR`` (default: a fresh temporary directory), ingests
+``examples/corpus/`` with the bundled all-MiniLM-L6-v2 model, then runs a few hybrid
+queries and prints each hit with its score, heading path and source file. Everything runs
+offline.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+
+from remy_retriever import Retriever, SearchHit  # noqa: E402
+
+CORPUS = Path(__file__).resolve().parent / "corpus"
+QUERIES = (
+    "how do I install remy on linux",
+    "what does reciprocal rank fusion do",
+    "the embedding model cannot be downloaded offline",
+)
+
+
+def render(rank: int, hit: SearchHit) -> str:
+    c = hit.citation
+    section = " > ".join(c.heading_path) or c.document_id
+    body = hit.text.split("\n\n", 1)[-1].replace("\n", " ")
+    body = body if len(body) <= 160 else body[:157] + "..."
+    return (
+        f"  [{rank}] {hit.score:.4f}  {section}\n"
+        f"      source: {c.source} (chunk {c.chunk_index}, chars {c.start}-{c.end})\n"
+        f"      {body}"
+    )
+
+
+def main(data_dir: str) -> None:
+    with Retriever(data_dir, collection="quickstart") as retriever:
+        report = retriever.ingest(CORPUS)
+        print(
+            f"ingested {len(report.added) + len(report.updated)} new or changed documents "
+            f"({len(report.unchanged)} unchanged); {retriever.count()} chunks in {data_dir}"
+        )
+        for query in QUERIES:
+            print(f"\nquery: {query!r} (hybrid)")
+            for rank, hit in enumerate(retriever.search(query, mode="hybrid", k=3), start=1):
+                print(render(rank, hit))
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1:
+        main(sys.argv[1])
+    else:
+        with tempfile.TemporaryDirectory(prefix="remy-quickstart-") as tmp:
+            main(tmp)
