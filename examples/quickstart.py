@@ -17,7 +17,7 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
-from remy_retriever import Retriever, SearchHit  # noqa: E402
+from remy_retriever import Retriever, SearchHit
 
 CORPUS = Path(__file__).resolve().parent / "corpus"
 QUERIES = (

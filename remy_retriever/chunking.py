@@ -3,14 +3,15 @@ token budget.
 
 The splitter is Markdown-aware: ATX (``# Title``) and setext (``Title`` over ``===`` or
 ``---``) headings start new sections and make up each chunk's heading path; ``#`` lines
-inside fenced code blocks are not headings. A section's heading lines are not part of any
-chunk's text (the heading path carries them), and chunks never span two sections.
+inside fenced code blocks are not headings, nor is a ``---`` after a blank line (a
+thematic break) or the YAML front matter at the top of a file. A heading line is not part
+of any chunk's text (the heading path carries it), and chunks never span two sections.
 
 What must fit the budget is :attr:`Chunk.display_text` (heading path, blank line, text),
 because that is what gets embedded. An oversized section is cut at the strongest boundary
 that keeps chunks reasonably full: paragraph (blank line), then sentence end, then line
-break, then word, and, for one enormous "word" (a base64 blob), between characters, never
-inside a user-perceived character (combining marks, emoji sequences).
+break, then word, and, for one enormous "word" (a base64 blob), between characters, where
+possible not inside a user-perceived character (combining marks, emoji sequences).
 
 Token counts come from a caller-supplied :data:`TokenCounter` (a real tokenizer, batched),
 or from :func:`approximate_token_counter`. Counts are taken in a few batches per
@@ -627,7 +628,9 @@ def chunk_text(
     sections = _find_sections(text, clean_title or None)
     if not sections:
         return []
-    counter = _Counter(count_tokens or approximate_token_counter, document_id)
+    counter = _Counter(
+        approximate_token_counter if count_tokens is None else count_tokens, document_id
+    )
     spans = _Chunker(text, document_id, counter, max_tokens, min_tokens).run(sections)
     spans.sort(key=lambda span: span[0])
     return [

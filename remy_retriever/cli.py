@@ -34,7 +34,9 @@ def _parser() -> argparse.ArgumentParser:
     se.add_argument("--collection", default="docs")
     se.add_argument("--mode", default="hybrid", choices=["semantic", "lexical", "hybrid"])
     se.add_argument("--k", type=int, default=5)
-    se.add_argument("--where", default=None, help='metadata filter as JSON, e.g. \'{"tenant": "a"}\'')
+    se.add_argument(
+        "--where", default=None, help='metadata filter as JSON, e.g. \'{"tenant": "a"}\''
+    )
     se.add_argument("--explain", action="store_true", help="show which branch found each hit")
     se.add_argument("--json", action="store_true", help="emit SearchHits as wire JSON")
 
@@ -96,7 +98,8 @@ def _search(args: argparse.Namespace) -> int:
         print(f"[{rank}] score={hit.score:.4f}  {c.source}  ({where_from}, chunk {c.chunk_index})")
         if hit.explain is not None:
             found = ", ".join(
-                f"{name} #{b.rank} ({b.score:.3f})" for name, b in sorted(hit.explain.branches.items())
+                f"{name} #{b.rank} ({b.score:.3f})"
+                for name, b in sorted(hit.explain.branches.items())
             )
             print(f"    found by: {found}")
         body = hit.text if len(hit.text) <= 400 else hit.text[:397] + "..."
@@ -117,9 +120,11 @@ def _eval(args: argparse.Namespace) -> int:
         report = r.add(dataset.documents(), progress=args.progress)
         results: dict[str, Any] = {}
         for mode in modes:
-            def rank(q: str, mode: str = mode) -> list[tuple[str, float]]:
-                return r.rank(q, mode=mode, candidates=args.candidates,
-                              fusion=args.fusion, alpha=args.alpha)
+
+            def rank(q: str, mode: Any = mode) -> list[tuple[str, float]]:
+                return r.rank(
+                    q, mode=mode, candidates=args.candidates, fusion=args.fusion, alpha=args.alpha
+                )
 
             results[mode] = evaluate(dataset, rank, depth=args.depth, measures=measures)
     out = {
@@ -134,7 +139,9 @@ def _eval(args: argparse.Namespace) -> int:
         print(json.dumps(out, indent=2))
         return 0
     print(f"{dataset.name}: {len(dataset.queries)} judged queries, {len(dataset.corpus)} documents")
-    header = f"{'mode':<10}" + "".join(f"{m:>10}" for m in measures) + f"{'p50 ms':>10}{'p95 ms':>10}"
+    header = (
+        f"{'mode':<10}" + "".join(f"{m:>10}" for m in measures) + f"{'p50 ms':>10}{'p95 ms':>10}"
+    )
     print(header)
     for mode, row in results.items():
         cells = "".join(f"{row[m]:>10.4f}" for m in measures)

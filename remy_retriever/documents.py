@@ -9,7 +9,7 @@ from typing import Union
 
 from .errors import InvalidDocumentError
 
-__all__ = ["Chunk", "Document", "MetadataValue", "RESERVED_PREFIX"]
+__all__ = ["RESERVED_PREFIX", "Chunk", "Document", "MetadataValue"]
 
 MetadataValue = Union[str, int, float, bool]
 
@@ -82,9 +82,11 @@ class Document:
         for part in (self.text, self.title, self.url, self.path, self.type, self.summary):
             h.update(b"\x1f" if part is None else part.encode("utf-8", "surrogatepass") + b"\x1e")
         for key in sorted(self.metadata):
-            h.update(f"{key}\x1d{type(self.metadata[key]).__name__}:{self.metadata[key]!r}\x1e".encode(
-                "utf-8", "surrogatepass"
-            ))
+            h.update(
+                f"{key}\x1d{type(self.metadata[key]).__name__}:{self.metadata[key]!r}\x1e".encode(
+                    "utf-8", "surrogatepass"
+                )
+            )
         return h.hexdigest()
 
 

@@ -10,12 +10,13 @@ import importlib
 import math
 import threading
 from collections.abc import Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, Union, runtime_checkable
 
 import numpy as np
 from chromadb.api.types import Documents, EmbeddingFunction, Embeddings
 from chromadb.utils.embedding_functions import register_embedding_function
 
+from .analysis import sanitize
 from .errors import ModelLoadError
 
 __all__ = [
@@ -32,6 +33,10 @@ DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 _DEFAULT_ALIASES = {DEFAULT_MODEL, "all-MiniLM-L6-v2", "default"}
 
 
+Vector = Union[Sequence[float], np.ndarray]
+Vectors = Union[Sequence[Sequence[float]], np.ndarray]
+
+
 @runtime_checkable
 class Embedder(Protocol):
     """Anything that turns texts into vectors.
@@ -45,9 +50,9 @@ class Embedder(Protocol):
     is recorded with the collection so that reopening it needs no embedder argument.
     """
 
-    def embed_documents(self, texts: Sequence[str]) -> Sequence[Sequence[float]]: ...
+    def embed_documents(self, texts: Sequence[str]) -> Vectors: ...
 
-    def embed_query(self, text: str) -> Sequence[float]: ...
+    def embed_query(self, text: str) -> Vector: ...
 
 
 def resolve_model_path(model: str | None) -> str:
@@ -109,7 +114,7 @@ class SentenceTransformerEmbedder:
             from sentence_transformers import SentenceTransformer
             from transformers.utils import logging as hf_logging
 
-            hf_logging.disable_progress_bar()
+            hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
             return SentenceTransformer(path, device=self.device)
         except Exception as exc:
             reason = " ".join(str(exc).split())[:300]
@@ -130,15 +135,33 @@ class SentenceTransformerEmbedder:
         """Model tokens per text, special tokens included, without truncation."""
         if not texts:
             return []
-        tokenizer = self.model.tokenizer
-        encoded = tokenizer(list(texts), add_special_tokens=True, truncation=False)
+        clean = [sanitize(t) for t in texts]  # tokenizers reject lone surrogates
+        counter = self._counter()
+        if counter is not None:
+            return [len(e.ids) for e in counter.encode_batch_fast(clean, add_special_tokens=True)]
+        encoded = self.model.tokenizer(clean, add_special_tokens=True, truncation=False)
         return [len(ids) for ids in encoded["input_ids"]]
+
+    def _counter(self) -> Any:
+        """A copy of the model's Rust tokenizer with padding and truncation off; its
+        ``encode_batch_fast`` skips offsets and is ~25% faster than the Python wrapper."""
+        if not hasattr(self, "_fast_counter"):
+            backend = getattr(self.model.tokenizer, "backend_tokenizer", None)
+            counter = None
+            if backend is not None and hasattr(backend, "encode_batch_fast"):
+                from tokenizers import Tokenizer
+
+                counter = Tokenizer.from_str(backend.to_str())
+                counter.no_padding()
+                counter.no_truncation()
+            self._fast_counter = counter
+        return self._fast_counter
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         return self._encode(list(texts), self.document_prompt)
 
     def embed_query(self, text: str) -> np.ndarray:
-        return self._encode([text], self.query_prompt)[0]
+        return np.asarray(self._encode([text], self.query_prompt)[0])
 
     def _encode(self, texts: list[str], prompt: str | None) -> np.ndarray:
         if not texts:
@@ -151,8 +174,8 @@ class SentenceTransformerEmbedder:
         }
         if prompt:
             kwargs["prompt"] = prompt
-        out: np.ndarray = self.model.encode(texts, **kwargs)
-        return out.astype(np.float32, copy=False)
+        out = np.asarray(self.model.encode(texts, **kwargs), dtype=np.float32)
+        return out
 
     def config(self) -> dict[str, Any]:
         cfg: dict[str, Any] = {"model": self.model_id}
@@ -259,7 +282,7 @@ class RemyEmbeddingFunction(EmbeddingFunction[Documents]):
         return None
 
 
-def as_matrix(vectors: Sequence[Sequence[float]] | np.ndarray, expected: int) -> np.ndarray:
+def as_matrix(vectors: Vectors, expected: int) -> np.ndarray:
     """Check an embedder's output: ``expected`` finite rows of one width."""
     matrix = np.asarray(vectors, dtype=np.float32)
     if matrix.ndim != 2 or matrix.shape[0] != expected:

@@ -48,7 +48,9 @@ def matched_terms(query: str, text: str) -> tuple[str, ...]:
     return tuple(t for t in analyze_query(query) if t in present)
 
 
-def neighbor_ids(document_id: str, position: int, count: int | None, n: int) -> tuple[list[str], list[str]]:
+def neighbor_ids(
+    document_id: str, position: int, count: int | None, n: int
+) -> tuple[list[str], list[str]]:
     """Chunk ids up to ``n`` positions before and after, in document order, clipped to
     the document's edges (``count`` chunks, when known)."""
     before = [f"{document_id}#{p}" for p in range(max(0, position - n), position)]

@@ -67,7 +67,10 @@ def load_beir(folder: str | Path, *, split: str = "test") -> BeirDataset:
     needed = [root / "corpus.jsonl", root / "queries.jsonl", root / "qrels" / f"{split}.tsv"]
     for path in needed:
         if not path.is_file():
-            msg = f"{str(path)!r} is missing; a BEIR folder needs corpus.jsonl, queries.jsonl and qrels/{split}.tsv"
+            msg = (
+                f"{str(path)!r} is missing; a BEIR folder needs corpus.jsonl, "
+                f"queries.jsonl and qrels/{split}.tsv"
+            )
             raise InvalidInputError(msg)
     qrels: dict[str, dict[str, int]] = {}
     with needed[2].open(encoding="utf-8") as fh:

@@ -21,11 +21,11 @@ from .documents import RESERVED_PREFIX
 from .errors import InvalidFilterError
 
 __all__ = [
+    "DOCUMENT_ID_KEY",
     "And",
     "Compare",
     "Filter",
     "Or",
-    "DOCUMENT_ID_KEY",
     "matches",
     "parse_where",
     "to_chroma",
@@ -114,8 +114,7 @@ def _parse(where: Mapping[Any, Any], depth: int, counter: list[int]) -> Filter:
             items.append(_combine(And if key == "$and" else Or, subs))
         elif key.startswith("$"):
             msg = (
-                f"unknown logical operator {key!r} in where; use '$and' or '$or', or a "
-                "metadata key"
+                f"unknown logical operator {key!r} in where; use '$and' or '$or', or a metadata key"
             )
             raise InvalidFilterError(msg)
         else:
@@ -145,10 +144,7 @@ def _parse_field(key: str, value: object) -> list[Filter]:
     out: list[Filter] = []
     for op, operand in value.items():
         if op not in _OPERATORS:
-            msg = (
-                f"unknown operator {op!r} for where[{key!r}]; supported: "
-                + ", ".join(_OPERATORS)
-            )
+            msg = f"unknown operator {op!r} for where[{key!r}]; supported: " + ", ".join(_OPERATORS)
             raise InvalidFilterError(msg)
         if op in _MEMBERSHIP:
             if not isinstance(operand, (list, tuple)) or not operand:

@@ -82,12 +82,12 @@ class CrossEncoderReranker:
             from sentence_transformers import CrossEncoder
             from transformers.utils import logging as hf_logging
 
-            hf_logging.disable_progress_bar()
+            hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
             return CrossEncoder(
                 self.model_name,
                 max_length=self.max_length,
                 device=self.device,
-                backend=self.backend,  # type: ignore[arg-type]
+                backend=self.backend,
             )
         except Exception as exc:
             reason = " ".join(str(exc).split())[:300]
@@ -108,12 +108,11 @@ class CrossEncoderReranker:
                 self._cache[k] = value
             while len(self._cache) > self._cache_size:
                 self._cache.popitem(last=False)
-        out = []
-        for k in keys:
-            value = self._cache.get(k)
-            if value is None:  # evicted within this call: recompute that one
-                value = self._predict(query, [texts[keys.index(k)]])[0]
-            out.append(value)
+        out: list[float] = []
+        for k, text in zip(keys, texts):
+            cached = self._cache.get(k)
+            # A score evicted within this very call (huge batches) is recomputed.
+            out.append(cached if cached is not None else self._predict(query, [text])[0])
         return out
 
     def _predict(self, query: str, texts: list[str]) -> list[float]:

@@ -22,9 +22,9 @@ from typing import Any, Literal
 import numpy as np
 
 from . import fusion
+from .analysis import analyze_query
 from .chunking import chunk_text
 from .documents import Chunk, Document, validate_document_id
-from .analysis import analyze_query
 from .embeddings import Embedder, as_matrix, resolve_embedder
 from .enrich import distinctive_terms, matched_terms, neighbor_ids
 from .enrich import highlight as highlight_spans
@@ -324,7 +324,10 @@ class Retriever:
         step = max(1, self._dense.max_batch)
         for lo in range(0, len(ids), step):
             self._dense.upsert(
-                ids[lo : lo + step], vectors[lo : lo + step], texts[lo : lo + step], metas[lo : lo + step]
+                ids[lo : lo + step],
+                vectors[lo : lo + step],
+                texts[lo : lo + step],
+                metas[lo : lo + step],
             )
         self._dense.delete(stale)
         self._lexical.apply(upserts=records, deletes=stale)
@@ -354,7 +357,12 @@ class Retriever:
                 for cid, _, meta in records:
                     entry = out.setdefault(
                         str(meta.get(DOCUMENT_ID_KEY)),
-                        {"ids": [], "hash": meta.get(_DOC_HASH), "n": meta.get(_N_CHUNKS), "created": meta.get(_CREATED)},
+                        {
+                            "ids": [],
+                            "hash": meta.get(_DOC_HASH),
+                            "n": meta.get(_N_CHUNKS),
+                            "created": meta.get(_CREATED),
+                        },
                     )
                     entry["ids"].append(cid)
                     if entry["hash"] != meta.get(_DOC_HASH):
@@ -408,7 +416,12 @@ class Retriever:
                 self._lexical.apply(upserts=[_lexical_record(r) for r in records])
                 n += len(records)
             self._lexical.save_state(
-                {**self._lexical.state, "generation": generation, "last_sync_ms": started, "dirty": False}
+                {
+                    **self._lexical.state,
+                    "generation": generation,
+                    "last_sync_ms": started,
+                    "dirty": False,
+                }
             )
             return n
 
@@ -443,10 +456,17 @@ class Retriever:
                 lexical_ids = self._lexical.ids()
                 gone = sorted(lexical_ids - dense_ids)
                 missing = sorted(dense_ids - lexical_ids)
-                upserts = [_lexical_record(r) for r in self._dense.get(ids=missing)] if missing else []
+                upserts = (
+                    [_lexical_record(r) for r in self._dense.get(ids=missing)] if missing else []
+                )
                 self._lexical.apply(upserts=upserts, deletes=gone)
             self._lexical.save_state(
-                {**self._lexical.state, "generation": generation, "last_sync_ms": started, "dirty": False}
+                {
+                    **self._lexical.state,
+                    "generation": generation,
+                    "last_sync_ms": started,
+                    "dirty": False,
+                }
             )
 
     # -- search -------------------------------------------------------------------------
@@ -495,8 +515,17 @@ class Retriever:
         ``highlight`` add fields to each hit; they never change the hits, their order or
         their scores.
         """
-        plan = self._plan(query, mode=mode, k=k, where=where, candidates=candidates,
-                          fusion=fusion, weights=weights, rrf_k=rrf_k, alpha=alpha)
+        plan = self._plan(
+            query,
+            mode=mode,
+            k=k,
+            where=where,
+            candidates=candidates,
+            fusion=fusion,
+            weights=weights,
+            rrf_k=rrf_k,
+            alpha=alpha,
+        )
         reranker = resolve_reranker(rerank, self.reranker)
         depth = _check_int("rerank_depth", rerank_depth)
         if min_score is not None and (
@@ -533,7 +562,9 @@ class Retriever:
             before, after = neighbor_ids(c.document_id, c.chunk_index, c.chunk_count, n)
             plans.append((before, after))
             wanted += before + after
-        records = {r[0]: r for r in self._dense.get(ids=sorted(set(wanted)), where=to_chroma(where))}
+        records = {
+            r[0]: r for r in self._dense.get(ids=sorted(set(wanted)), where=to_chroma(where))
+        }
         out = []
         for hit, (before, after) in zip(hits, plans):
             # Same document only (ids encode it), same filter (checked again in Python).
@@ -563,8 +594,17 @@ class Retriever:
     ) -> list[tuple[str, float]]:
         """The fused ranking as ``(chunk id, score)`` without fetching text: what
         :meth:`search` ranks before building hits (used by ``remy eval``)."""
-        plan = self._plan(query, mode=mode, k=1, where=where, candidates=candidates,
-                          fusion=fusion, weights=weights, rrf_k=rrf_k, alpha=alpha)
+        plan = self._plan(
+            query,
+            mode=mode,
+            k=1,
+            where=where,
+            candidates=candidates,
+            fusion=fusion,
+            weights=weights,
+            rrf_k=rrf_k,
+            alpha=alpha,
+        )
         return self._rank(plan)[0]
 
     def _plan(
@@ -873,7 +913,10 @@ def _cache_dir() -> Path:
 def _show_progress(progress: bool | None) -> bool:
     if progress is not None:
         return progress
-    return bool(getattr(sys.stderr, "isatty", lambda: False)()) and "PYTEST_CURRENT_TEST" not in os.environ
+    return (
+        bool(getattr(sys.stderr, "isatty", lambda: False)())
+        and "PYTEST_CURRENT_TEST" not in os.environ
+    )
 
 
 def _progress_bar(show: bool, total: int) -> Any:
@@ -940,4 +983,3 @@ def _first_h1(text: str) -> str | None:
         elif not in_fence and stripped.startswith("# "):
             return stripped[2:].strip().rstrip("#").strip() or None
     return None
-

@@ -35,7 +35,9 @@ def retriever(tmp_path: Path, embedder: Any) -> Retriever:
     r.add(
         [
             Document(id="other", text="Installing plugins: pick one from the catalogue."),
-            Document(id="intl", text="🎉🎉 日本語のテキスト. Café crème brûlée; INSTALLATION rêvée."),
+            Document(
+                id="intl", text="🎉🎉 日本語のテキスト. Café crème brûlée; INSTALLATION rêvée."
+            ),
         ]
     )
     return r

@@ -20,8 +20,6 @@ from remy_retriever import (
     SentenceTransformerEmbedder,
 )
 
-
-
 MODES = ("semantic", "lexical", "hybrid")
 
 GUIDE = """# Guide
@@ -117,9 +115,7 @@ def test_idempotent_reingest(retriever: Retriever, embedder: Any) -> None:
     assert retriever.lexical.count() == count
 
 
-def test_replacement_and_deletion_are_consistent(
-    retriever: Retriever, embedder: Any
-) -> None:
+def test_replacement_and_deletion_are_consistent(retriever: Retriever, embedder: Any) -> None:
     long_text = "# Notes\n\n" + "\n\n".join(
         f"## Part {i}\n\nThe zebra number {i} grazes near the river." for i in range(6)
     )

@@ -11,8 +11,6 @@ import pytest
 
 from remy_retriever import Document, Retriever, ServerUnavailableError
 
-
-
 pytestmark = pytest.mark.server
 
 
