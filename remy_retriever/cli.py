@@ -38,6 +38,9 @@ def _parser() -> argparse.ArgumentParser:
         "--where", default=None, help='metadata filter as JSON, e.g. \'{"tenant": "a"}\''
     )
     se.add_argument("--explain", action="store_true", help="show which branch found each hit")
+    se.add_argument("--expand", type=int, default=0, metavar="N", help="N chunks of context")
+    se.add_argument("--highlight", action="store_true", help="bracket the matched terms")
+    _rerank_flags(se)
     se.add_argument("--json", action="store_true", help="emit SearchHits as wire JSON")
 
     ev = sub.add_parser("eval", help="nDCG@10 / Recall@100 on a BEIR-layout folder")
@@ -48,10 +51,23 @@ def _parser() -> argparse.ArgumentParser:
     ev.add_argument("--candidates", type=int, default=200, help="chunks each branch fetches")
     ev.add_argument("--fusion", default="rrf", choices=["rrf", "convex"])
     ev.add_argument("--alpha", type=float, default=0.5)
+    _rerank_flags(ev)
     ev.add_argument("--cache", default=None, help="directory for the built index (reused)")
     ev.add_argument("--json", action="store_true")
     ev.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None)
     return parser
+
+
+def _rerank_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--rerank",
+        nargs="?",
+        const=True,
+        default=None,
+        metavar="MODEL",
+        help="rerank with a cross-encoder (default model, or a name/path)",
+    )
+    parser.add_argument("--rerank-depth", type=int, default=30, help="candidates to rerank")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -86,7 +102,17 @@ def _search(args: argparse.Namespace) -> int:
 
     where = _parse_json(args.where, "--where") if args.where else None
     with Retriever(args.db, collection=args.collection, create=False) as r:
-        hits = r.search(args.query, mode=args.mode, k=args.k, where=where, explain=args.explain)
+        hits = r.search(
+            args.query,
+            mode=args.mode,
+            k=args.k,
+            where=where,
+            explain=args.explain,
+            expand=args.expand,
+            highlight=args.highlight,
+            rerank=args.rerank or False,
+            rerank_depth=args.rerank_depth,
+        )
     if args.json:
         print(json.dumps([h.to_dict() for h in hits], ensure_ascii=False, indent=2))
         return 0
@@ -95,16 +121,41 @@ def _search(args: argparse.Namespace) -> int:
     for rank, hit in enumerate(hits, start=1):
         c = hit.citation
         where_from = " > ".join(c.heading_path) or c.document_id
-        print(f"[{rank}] score={hit.score:.4f}  {c.source}  ({where_from}, chunk {c.chunk_index})")
+        jump = ""
+        if hit.retrieval_rank is not None:
+            jump = f"  (retrieval rank {hit.retrieval_rank}, score {hit.retrieval_score:.4f})"
+        where_chunk = f"({where_from}, chunk {c.chunk_index})"
+        print(f"[{rank}] score={hit.score:.4f}{jump}  {c.source}  {where_chunk}")
         if hit.explain is not None:
             found = ", ".join(
                 f"{name} #{b.rank} ({b.score:.3f})"
                 for name, b in sorted(hit.explain.branches.items())
             )
             print(f"    found by: {found}")
-        body = hit.text if len(hit.text) <= 400 else hit.text[:397] + "..."
-        print("    " + body.replace("\n", "\n    "))
+        if hit.neighbors is not None:
+            for text in hit.neighbors["before"]:
+                print("    ... " + _clip(text, 120).replace("\n", " "))
+        print("    " + _clip(_bracket(hit), 400).replace("\n", "\n    "))
+        if hit.neighbors is not None:
+            for text in hit.neighbors["after"]:
+                print("    ... " + _clip(text, 120).replace("\n", " "))
     return 0
+
+
+def _bracket(hit: Any) -> str:
+    """The hit's text with highlighted matches in [brackets]."""
+    if not hit.matches:
+        return str(hit.text)
+    out, last = [], 0
+    for m in hit.matches:
+        out += [hit.text[last : m.start], "[", hit.text[m.start : m.end], "]"]
+        last = m.end
+    out.append(hit.text[last:])
+    return "".join(out)
+
+
+def _clip(text: str, n: int) -> str:
+    return text if len(text) <= n else text[: n - 3] + "..."
 
 
 def _eval(args: argparse.Namespace) -> int:
@@ -127,6 +178,28 @@ def _eval(args: argparse.Namespace) -> int:
                 )
 
             results[mode] = evaluate(dataset, rank, depth=args.depth, measures=measures)
+            if args.rerank:
+
+                def reranked(q: str, mode: Any = mode) -> list[tuple[str, float]]:
+                    # The top --rerank-depth chunks in reranked order, then the rest of
+                    # the retrieval ranking (for recall at depth).
+                    hits = r.search(
+                        q,
+                        mode=mode,
+                        k=args.rerank_depth,
+                        candidates=args.candidates,
+                        fusion=args.fusion,
+                        alpha=args.alpha,
+                        rerank=args.rerank,
+                        rerank_depth=args.rerank_depth,
+                    )
+                    head = [(h.id, h.score) for h in hits]
+                    seen = {cid for cid, _ in head}
+                    return head + [item for item in rank(q) if item[0] not in seen]
+
+                results[f"{mode}+rerank"] = evaluate(
+                    dataset, reranked, depth=args.depth, measures=measures
+                )
     out = {
         "dataset": dataset.name,
         "queries": len(dataset.queries),

@@ -501,7 +501,8 @@ class Retriever:
 
         ``rerank``: ``True`` (the retriever's reranker, else the default cross-encoder),
         a model name or path, or any :class:`Reranker`; ``None`` uses the retriever's
-        reranker if it was given one. The top ``rerank_depth`` candidates are rescored;
+        reranker if it was given one. The top ``max(rerank_depth, k)`` candidates are
+        rescored (so every returned hit carries a rerank score);
         ``score`` becomes the reranker's 0-1 relevance and ``retrieval_rank`` /
         ``retrieval_score`` keep the 1-based position and score from before reranking.
         Without reranking those two fields are ``None`` (omitted on the wire): the hit's
