@@ -21,12 +21,15 @@ from .errors import (
     StoreError,
 )
 from .hits import BranchExplain, Citation, Match, SearchExplain, SearchHit
-from .retriever import IngestReport, Retriever
+from .rerank import CrossEncoderReranker, Reranker
+from .retriever import DoctorReport, IngestReport, Retriever
 
 __all__ = [
     "BranchExplain",
     "Citation",
     "CollectionNotFoundError",
+    "CrossEncoderReranker",
+    "DoctorReport",
     "Document",
     "Embedder",
     "IndexLockedError",
@@ -38,6 +41,7 @@ __all__ = [
     "Match",
     "ModelLoadError",
     "RemyError",
+    "Reranker",
     "Retriever",
     "SearchExplain",
     "SearchHit",

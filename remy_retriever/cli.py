@@ -43,6 +43,12 @@ def _parser() -> argparse.ArgumentParser:
     _rerank_flags(se)
     se.add_argument("--json", action="store_true", help="emit SearchHits as wire JSON")
 
+    doc = sub.add_parser("doctor", help="check (and --repair) drift between the two indexes")
+    doc.add_argument("--db", default="./remy_data", help=_DB_HELP)
+    doc.add_argument("--collection", default="docs")
+    doc.add_argument("--repair", action="store_true", help="fix what is found")
+    doc.add_argument("--json", action="store_true")
+
     ev = sub.add_parser("eval", help="nDCG@10 / Recall@100 on a BEIR-layout folder")
     ev.add_argument("beir_dir", metavar="BEIR_DIR")
     ev.add_argument("--mode", action="append", choices=["semantic", "lexical", "hybrid"])
@@ -77,6 +83,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _ingest(args)
         if args.command == "search":
             return _search(args)
+        if args.command == "doctor":
+            return _doctor(args)
         return _eval(args)
     except RemyError as exc:
         print(f"remy: error: {exc}", file=sys.stderr)
@@ -140,6 +148,30 @@ def _search(args: argparse.Namespace) -> int:
             for text in hit.neighbors["after"]:
                 print("    ... " + _clip(text, 120).replace("\n", " "))
     return 0
+
+
+def _doctor(args: argparse.Namespace) -> int:
+    import dataclasses
+
+    from .retriever import Retriever
+
+    with Retriever(args.db, collection=args.collection, create=False) as r:
+        report = r.doctor(repair=args.repair)
+    data = dataclasses.asdict(report)
+    data["ok"] = report.ok
+    if args.json:
+        print(json.dumps(data, indent=2))
+    else:
+        print(f"chunks in Chroma: {report.chunks}; in the lexical index: {report.lexical_chunks}")
+        for key, value in data.items():
+            if isinstance(value, (list, tuple)) and value:
+                shown = ", ".join(map(str, value[:10])) + (" ..." if len(value) > 10 else "")
+                print(f"{key.replace('_', ' ')}: {len(value)} ({shown})")
+        state = (
+            "repaired" if report.repaired and not report.ok else ("ok" if report.ok else "drift")
+        )
+        print(f"status: {state}")
+    return 0 if report.ok or report.repaired else 1
 
 
 def _bracket(hit: Any) -> str:

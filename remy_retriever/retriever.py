@@ -37,10 +37,10 @@ from .errors import (
 from .filters import DOCUMENT_ID_KEY, Filter, matches, parse_where, to_chroma
 from .hits import BranchExplain, Citation, SearchExplain, SearchHit
 from .rerank import Reranker, resolve_reranker
-from .stores.dense import DenseStore, Record
+from .stores.dense import DenseStore, DocumentTable, Record
 from .stores.lexical import LexicalIndex, LexicalRecord
 
-__all__ = ["IngestReport", "Retriever"]
+__all__ = ["DoctorReport", "IngestReport", "Retriever"]
 
 Mode = Literal["semantic", "lexical", "hybrid"]
 MODES: tuple[str, ...] = ("semantic", "lexical", "hybrid")
@@ -69,6 +69,34 @@ _HEADING, _TITLE, _URL, _PATH, _TYPE = (
 )
 _DOC_HASH, _CHUNK_HASH, _N_CHUNKS = "remy_doc_hash", "remy_chunk_hash", "remy_n_chunks"
 _CREATED, _UPDATED, _UPDATED_MS = "remy_created", "remy_updated", "remy_updated_ms"
+_SUMMARY = "remy_summary"
+
+
+@dataclass(frozen=True)
+class DoctorReport:
+    """What :meth:`Retriever.doctor` found (and fixed, when ``repaired``)."""
+
+    chunks: int
+    lexical_chunks: int
+    partial_documents: tuple[str, ...] = ()
+    dropped_chunks: tuple[str, ...] = ()
+    dropped_records: tuple[str, ...] = ()
+    missing_in_lexical: tuple[str, ...] = ()
+    stale_in_lexical: tuple[str, ...] = ()
+    extra_in_lexical: tuple[str, ...] = ()
+    repaired: bool = False
+
+    @property
+    def ok(self) -> bool:
+        """True when nothing drifted."""
+        return not (
+            self.partial_documents
+            or self.dropped_chunks
+            or self.dropped_records
+            or self.missing_in_lexical
+            or self.stale_in_lexical
+            or self.extra_in_lexical
+        )
 
 
 @dataclass(frozen=True)
@@ -146,6 +174,7 @@ class Retriever:
         self._dense = DenseStore(
             client, collection, embedder=resolved, create=create, server=server
         )
+        self._docs = DocumentTable(self._dense)
         if lexical_path is None:
             lexical_path = default_lexical or _cache_dir() / str(self._dense.collection.id)
         self._lexical = LexicalIndex(lexical_path, lock_timeout=lock_timeout)
@@ -156,7 +185,11 @@ class Retriever:
         self._max_tokens = max_tokens
         self._write_lock = threading.RLock()
         self._sync_lock = threading.Lock()
-        self._catch_up(force=bool(self._lexical.state.get("dirty")))
+        if self._lexical.state.get("dirty"):
+            # A write was interrupted (crash): make every document whole, then resync.
+            self.doctor(repair=True)
+        else:
+            self._catch_up(force=False)
 
     @classmethod
     def from_server(
@@ -299,7 +332,12 @@ class Retriever:
         metas: list[dict[str, Any]] = []
         records: list[LexicalRecord] = []
         stale: list[str] = []
+        bounds: list[int] = []  # index in ids where each document's chunks end
+        doc_metas: list[dict[str, Any]] = []
         for doc, chunks, doc_hash, created in plans:
+            doc_metas.append(
+                _document_metadata(doc, doc_hash, len(chunks), created or now_iso, now_iso)
+            )
             for chunk in chunks:
                 meta = _chunk_metadata(doc, chunk, doc_hash, len(chunks), created or now_iso)
                 meta[_UPDATED] = now_iso
@@ -315,21 +353,23 @@ class Retriever:
                         str(meta[_CHUNK_HASH]),
                     )
                 )
+            bounds.append(len(ids))
             old = existing.get(doc.id)
             if old is not None:
                 keep = {c.id for c in chunks}
                 stale += [i for i in old["ids"] if i not in keep]
         generation_before = self._dense.generation()
         self._lexical.save_state({**self._lexical.state, "dirty": True})
-        step = max(1, self._dense.max_batch)
-        for lo in range(0, len(ids), step):
-            self._dense.upsert(
-                ids[lo : lo + step],
-                vectors[lo : lo + step],
-                texts[lo : lo + step],
-                metas[lo : lo + step],
-            )
+        # One Chroma call per slice, cut only at document boundaries, so each document's
+        # chunks land together (a crash never leaves half of a document's new chunks).
+        lo = 0
+        for hi in _slices(bounds, max(1, self._dense.max_batch)):
+            self._dense.upsert(ids[lo:hi], vectors[lo:hi], texts[lo:hi], metas[lo:hi])
+            lo = hi
         self._dense.delete(stale)
+        self._docs.upsert(
+            [d.id for d, _, _, _ in plans], [d.text for d, _, _, _ in plans], doc_metas
+        )
         self._lexical.apply(upserts=records, deletes=stale)
         self._mark_written(generation_before)
         added = tuple(d.id for d, _, _, c in plans if c is None)
@@ -367,8 +407,10 @@ class Retriever:
                     entry["ids"].append(cid)
                     if entry["hash"] != meta.get(_DOC_HASH):
                         entry["hash"] = None  # mixed versions: treat as changed
-        for entry in out.values():
-            entry["complete"] = entry["n"] == len(entry["ids"])
+        table = self._docs.get(list(out), text=False)
+        for doc_id, entry in out.items():
+            table_hash = table.get(doc_id, ("", {}))[1].get(_DOC_HASH)
+            entry["complete"] = entry["n"] == len(entry["ids"]) and table_hash == entry["hash"]
         return out
 
     def ingest(
@@ -399,6 +441,7 @@ class Retriever:
             generation_before = self._dense.generation()
             self._lexical.save_state({**self._lexical.state, "dirty": True})
             self._dense.delete(chunk_ids)
+            self._docs.delete(ids)
             self._lexical.apply(deletes=chunk_ids, delete_documents=ids)
             self._mark_written(generation_before)
         return len(chunk_ids)
@@ -424,6 +467,98 @@ class Retriever:
                 }
             )
             return n
+
+    def doctor(self, *, repair: bool = False) -> DoctorReport:
+        """Check (and with ``repair=True`` fix) drift between Chroma and the lexical index.
+
+        Checks: every document's chunks form one complete version (same content hash,
+        as many chunks as that version has); the document table agrees with the chunks;
+        the lexical index holds exactly Chroma's chunk ids with the same content hashes.
+        Repair keeps, per document, the complete version the document table names (else
+        the newest complete one), deletes other chunks, drops disagreeing document
+        records (the next ``add`` rewrites them), and re-indexes the lexical side from
+        Chroma. Runs automatically on open after an interrupted write.
+        """
+        with self._write_lock, self._sync_lock:
+            generation = self._dense.generation()
+            started = _now_ms()
+            groups: dict[str, dict[str, list[tuple[str, dict[str, Any]]]]] = {}
+            chunk_hashes: dict[str, str] = {}
+            for page in self._dense.iter_all(documents=False):
+                for cid, _, meta in page:
+                    doc = str(meta.get(DOCUMENT_ID_KEY, cid.rsplit("#", 1)[0]))
+                    groups.setdefault(doc, {}).setdefault(str(meta.get(_DOC_HASH)), []).append(
+                        (cid, meta)
+                    )
+                    chunk_hashes[cid] = str(meta.get(_CHUNK_HASH, ""))
+            table: dict[str, dict[str, Any]] = {}
+            for page_meta in self._docs.iter_metadata():
+                table.update(page_meta)
+            drop_chunks: list[str] = []
+            drop_records: list[str] = []
+            partial: list[str] = []
+            for doc, versions in groups.items():
+                complete = {
+                    h: rows
+                    for h, rows in versions.items()
+                    if len(rows) == rows[0][1].get(_N_CHUNKS)
+                }
+                named = table.get(doc, {}).get(_DOC_HASH)
+                if named in complete:
+                    keep = named
+                elif complete:
+                    keep = max(
+                        complete, key=lambda h: max(m.get(_UPDATED_MS, 0) for _, m in complete[h])
+                    )
+                else:
+                    keep = None
+                if len(versions) > 1 or keep is None:
+                    partial.append(doc)
+                drop_chunks += [cid for h, rows in versions.items() if h != keep for cid, _ in rows]
+                if doc in table and table[doc].get(_DOC_HASH) != keep:
+                    drop_records.append(doc)
+            for doc, meta in table.items():
+                if doc not in groups and meta.get(_N_CHUNKS, 0) != 0:
+                    partial.append(doc)  # all of its chunks are gone
+                    drop_records.append(doc)
+            for cid in drop_chunks:
+                chunk_hashes.pop(cid, None)
+            lexical = self._lexical.hashes(list(chunk_hashes))
+            lexical_ids = self._lexical.ids()
+            missing = sorted(set(chunk_hashes) - set(lexical))
+            stale = sorted(c for c, h in lexical.items() if h != chunk_hashes[c])
+            extra = sorted(lexical_ids - set(chunk_hashes))
+            report = DoctorReport(
+                chunks=len(chunk_hashes),
+                lexical_chunks=len(lexical_ids),
+                partial_documents=tuple(sorted(partial)),
+                dropped_chunks=tuple(sorted(drop_chunks)),
+                dropped_records=tuple(sorted(set(drop_records))),
+                missing_in_lexical=tuple(missing),
+                stale_in_lexical=tuple(stale),
+                extra_in_lexical=tuple(extra),
+                repaired=repair,
+            )
+            if not repair:
+                return report
+            self._dense.delete(drop_chunks)
+            self._docs.delete(sorted(set(drop_records)))
+            fix = missing + stale
+            for lo in range(0, len(fix), 1000):
+                records = self._dense.get(ids=fix[lo : lo + 1000])
+                self._lexical.apply(upserts=[_lexical_record(r) for r in records])
+            self._lexical.apply(deletes=extra)
+            self._lexical.save_state(
+                {
+                    **self._lexical.state,
+                    "generation": generation,
+                    "last_sync_ms": started,
+                    "dirty": False,
+                }
+            )
+            if drop_chunks or drop_records:
+                self._dense.bump_generation()
+            return report
 
     def sync_lexical(self) -> None:
         """Catch the lexical index up with Chroma if another writer changed it."""
@@ -806,6 +941,44 @@ def _chunk_metadata(
     meta[_CREATED] = created
     meta[_CHUNK_HASH] = _hash(chunk.display_text, json.dumps(_filterable(meta), sort_keys=True))
     return meta
+
+
+def _document_metadata(
+    doc: Document, doc_hash: str, n_chunks: int, created: str, updated: str
+) -> dict[str, Any]:
+    meta: dict[str, Any] = dict(doc.metadata)
+    for key, value in (
+        (_TITLE, doc.title),
+        (_URL, doc.url),
+        (_PATH, doc.path),
+        (_TYPE, doc.type),
+        (_SUMMARY, doc.summary),
+    ):
+        if value is not None:
+            meta[key] = value
+    meta[_DOC_HASH] = doc_hash
+    meta[_N_CHUNKS] = n_chunks
+    meta[_CREATED] = created
+    meta[_UPDATED] = updated
+    return meta
+
+
+def _slices(bounds: Sequence[int], limit: int) -> list[int]:
+    """End offsets of slices of at most ``limit`` items, cut only at ``bounds`` (a
+    document larger than ``limit`` gets slices of its own)."""
+    ends: list[int] = []
+    start = prev = 0
+    for bound in bounds:
+        if bound - start > limit and prev > start:
+            ends.append(prev)
+            start = prev
+        while bound - start > limit:
+            start += limit
+            ends.append(start)
+        prev = bound
+    if prev > start:
+        ends.append(prev)
+    return ends
 
 
 def _filterable(meta: Mapping[str, Any]) -> dict[str, Any]:

@@ -230,3 +230,83 @@ class DenseStore:
             if len(batch) < page:
                 return
             offset += len(batch)
+
+
+class DocumentTable:
+    """Whole documents (full text, citation fields, timestamps), one record per document,
+    kept in a companion Chroma collection ``<collection>-remydocs`` so that Chroma stays
+    the single source of truth. Records carry a constant 1-d vector: this collection is
+    only ever read by id, never searched."""
+
+    SUFFIX = "-remydocs"
+
+    def __init__(self, dense: DenseStore) -> None:
+        self._dense = dense
+        name = dense.name[: 512 - len(self.SUFFIX)] + self.SUFFIX
+        self.collection = dense._call(
+            "open the document table",
+            lambda: dense.client.get_or_create_collection(
+                name, embedding_function=None, configuration={"hnsw": {"space": "cosine"}}
+            ),
+        )
+
+    def upsert(
+        self, ids: Sequence[str], texts: Sequence[str], metadatas: Sequence[Mapping[str, Any]]
+    ) -> None:
+        if not ids:
+            return
+        step = max(1, self._dense.max_batch)
+        for lo in range(0, len(ids), step):
+            part = slice(lo, lo + step)
+
+            def write(part: slice = part) -> None:
+                self.collection.upsert(
+                    ids=list(ids[part]),
+                    embeddings=np.ones((len(ids[part]), 1), dtype=np.float32),
+                    documents=list(texts[part]),
+                    metadatas=[dict(m) for m in metadatas[part]],
+                )
+
+            self._dense._call("write documents", write)
+
+    def delete(self, ids: Sequence[str]) -> None:
+        if ids:
+            self._dense._call("delete documents", lambda: self.collection.delete(ids=list(ids)))
+
+    def get(
+        self, ids: Sequence[str], *, text: bool = True
+    ) -> dict[str, tuple[str, dict[str, Any]]]:
+        if not ids:
+            return {}
+        include = ["documents", "metadatas"] if text else ["metadatas"]
+        out: dict[str, tuple[str, dict[str, Any]]] = {}
+        for lo in range(0, len(ids), 1000):
+            part = list(ids[lo : lo + 1000])
+
+            def read(part: list[str] = part) -> Any:
+                return self.collection.get(ids=part, include=include)
+
+            result = self._dense._call("read documents", read)
+            docs = result.get("documents") or [""] * len(result["ids"])
+            for i, d, m in zip(result["ids"], docs, result["metadatas"] or []):
+                out[i] = (d or "", dict(m or {}))
+        return out
+
+    def count(self) -> int:
+        return int(self._dense._call("count documents", self.collection.count))
+
+    def iter_metadata(self, *, page: int = 5000) -> Iterator[list[tuple[str, dict[str, Any]]]]:
+        offset = 0
+        while True:
+
+            def read(offset: int = offset) -> Any:
+                return self.collection.get(include=["metadatas"], limit=page, offset=offset)
+
+            result = self._dense._call("read documents", read)
+            batch = [(i, dict(m or {})) for i, m in zip(result["ids"], result["metadatas"] or [])]
+            if not batch:
+                return
+            yield batch
+            if len(batch) < page:
+                return
+            offset += len(batch)

@@ -242,3 +242,28 @@ def test_explain_reports_branches(retriever: Retriever) -> None:
     plain = retriever.search("install agent linux", mode="hybrid", k=3)
     assert [(h.id, h.score) for h in plain] == [(h.id, h.score) for h in hits]
     assert json.loads(json.dumps(top.to_dict()))["explain"]["foundBy"] == ["lexical", "semantic"]
+
+
+def test_doctor_detects_and_repairs_drift(retriever: Retriever) -> None:
+    retriever.add(_tenant_docs())
+    assert retriever.doctor().ok
+    victim = "a-install#0"
+    # Corrupt both sides behind the retriever's back.
+    retriever.dense.collection.delete(ids=[victim])
+    retriever.lexical.delete(["b-alerts#0"])
+    report = retriever.doctor()
+    assert not report.ok
+    assert report.partial_documents == ("a-install",)
+    assert report.missing_in_lexical == ("b-alerts#0",)
+    fixed = retriever.doctor(repair=True)
+    assert fixed.repaired
+    after = retriever.doctor()
+    assert after.ok, after
+    assert retriever.lexical.ids() == {
+        r[0] for page in retriever.dense.iter_all(documents=False) for r in page
+    }
+    # The half-gone document is no longer half-visible; re-adding restores it whole.
+    assert not any(h.citation.document_id == "a-install" for h in retriever.search("agent apt"))
+    retriever.add(_tenant_docs())
+    hits = retriever.search("install the agent", mode="lexical", where={"tenant": "a"}, k=1)
+    assert hits[0].citation.document_id == "a-install"

@@ -1,0 +1,23 @@
+"""LangChain integration for remy-retriever: hybrid BM25 + dense retrieval with citations.
+
+>>> from remy_retriever import Retriever
+>>> from langchain_remy import RemyRetriever, remy_search_tool
+>>> retriever = RemyRetriever(Retriever("./remy_data", collection="docs"), k=4)
+>>> docs = retriever.invoke("install on linux", where={"tenant": "a"})
+>>> tool = remy_search_tool(retriever)
+"""
+
+from .compressors import RemyReranker
+from .convert import document_to_hit, hits_to_documents
+from .retrievers import RemyRetriever
+from .tools import format_documents, remy_search_tool
+
+__all__ = [
+    "RemyReranker",
+    "RemyRetriever",
+    "document_to_hit",
+    "format_documents",
+    "hits_to_documents",
+    "remy_search_tool",
+]
+__version__ = "0.1.0"

@@ -1,0 +1,173 @@
+"""Lossless conversion between remy :class:`~remy_retriever.SearchHit` objects and LlamaIndex
+nodes.
+
+A hit becomes ``NodeWithScore(node=TextNode(...), score=hit.score)`` where the TextNode has:
+
+- ``id_`` = the chunk id (``"<document id>#<position>"``), ``text`` = the hit's text;
+- ``metadata``: ``citation`` (the full citation, camelCase wire form), flat copies
+  ``source`` (url, else path, else document id), ``title``, ``document_id``,
+  ``chunk_index``, ``heading_path`` (a list of headings), the scores ``score``,
+  ``retrieval_rank`` and ``retrieval_score`` (the last two ``None`` when no reranking
+  happened), ``explain`` / ``neighbors`` / ``matches`` (wire form) when the search asked
+  for them, and the chunk's own metadata. A user key that collides with one of ours is
+  kept under ``remy_shadowed`` (the ``remy_`` prefix is reserved by remy-retriever) and
+  restored by :func:`node_to_hit`;
+- ``start_char_idx`` / ``end_char_idx``: the citation's offsets of the passage in the
+  source document;
+- ``relationships``: ``SOURCE`` -> the document id; ``PREVIOUS`` / ``NEXT`` -> the chunk
+  ids either side (none before the first chunk, none after the last; ``NEXT`` is left
+  out when the citation does not know the document's chunk count);
+- ``excluded_embed_metadata_keys`` / ``excluded_llm_metadata_keys``: the bulky or
+  per-query keys (citation, explain, neighbors, matches, scores), so an LLM sees the
+  text with its title, heading path and source.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from llama_index.core.schema import (
+    BaseNode,
+    NodeRelationship,
+    NodeWithScore,
+    ObjectType,
+    RelatedNodeInfo,
+    TextNode,
+)
+
+from remy_retriever import Citation, InvalidInputError, SearchHit
+from remy_retriever.documents import chunk_id
+
+__all__ = [
+    "HIDDEN_KEYS",
+    "RESERVED_KEYS",
+    "SHADOW_KEY",
+    "hit_to_node",
+    "hits_to_nodes",
+    "node_to_hit",
+]
+
+#: Where user metadata that collides with one of our keys is kept.
+SHADOW_KEY = "remy_shadowed"
+
+#: Metadata keys kept out of the text given to embedders and LLMs.
+HIDDEN_KEYS = (
+    "citation",
+    "explain",
+    "neighbors",
+    "matches",
+    "score",
+    "retrieval_rank",
+    "retrieval_score",
+    SHADOW_KEY,
+)
+
+#: Metadata keys this package writes; every other key is the chunk's own metadata.
+RESERVED_KEYS = frozenset(
+    {*HIDDEN_KEYS, "source", "title", "document_id", "chunk_index", "heading_path"}
+)
+
+_OPTIONAL_WIRE_KEYS = ("explain", "neighbors", "matches")
+
+
+def relationships(citation: Citation) -> dict[NodeRelationship, RelatedNodeInfo]:
+    """``SOURCE``, ``PREVIOUS`` and ``NEXT`` for the chunk a citation points at."""
+    doc, position = citation.document_id, citation.chunk_index
+    out = {NodeRelationship.SOURCE: RelatedNodeInfo(node_id=doc, node_type=ObjectType.DOCUMENT)}
+    if position > 0:
+        out[NodeRelationship.PREVIOUS] = RelatedNodeInfo(
+            node_id=chunk_id(doc, position - 1), node_type=ObjectType.TEXT
+        )
+    if citation.chunk_count is not None and position + 1 < citation.chunk_count:
+        out[NodeRelationship.NEXT] = RelatedNodeInfo(
+            node_id=chunk_id(doc, position + 1), node_type=ObjectType.TEXT
+        )
+    return out
+
+
+def hit_to_node(hit: SearchHit) -> NodeWithScore:
+    """One :class:`SearchHit` as a ``NodeWithScore`` (see the module docstring)."""
+    if not isinstance(hit, SearchHit):
+        msg = f"hit_to_node takes a remy SearchHit, got {type(hit).__name__} {hit!r:.80}"
+        raise InvalidInputError(msg)
+    wire = hit.to_dict()
+    citation = hit.citation
+    metadata: dict[str, Any] = {k: v for k, v in hit.metadata.items() if k not in RESERVED_KEYS}
+    metadata.update(
+        citation=wire["citation"],
+        source=citation.source,
+        title=citation.title,
+        document_id=citation.document_id,
+        chunk_index=citation.chunk_index,
+        heading_path=list(citation.heading_path),
+        score=hit.score,
+        retrieval_rank=hit.retrieval_rank,
+        retrieval_score=hit.retrieval_score,
+    )
+    for key in _OPTIONAL_WIRE_KEYS:
+        if key in wire:
+            metadata[key] = wire[key]
+    shadowed = {k: v for k, v in hit.metadata.items() if k in RESERVED_KEYS}
+    if shadowed:
+        metadata[SHADOW_KEY] = shadowed
+    node = TextNode(
+        id_=hit.id,
+        text=hit.text,
+        metadata=metadata,
+        start_char_idx=citation.start,
+        end_char_idx=citation.end,
+        relationships=relationships(citation),
+        excluded_embed_metadata_keys=list(HIDDEN_KEYS),
+        excluded_llm_metadata_keys=list(HIDDEN_KEYS),
+    )
+    return NodeWithScore(node=node, score=hit.score)
+
+
+def hits_to_nodes(hits: Iterable[SearchHit]) -> list[NodeWithScore]:
+    """Convert search hits to scored nodes, keeping their order."""
+    return [hit_to_node(hit) for hit in hits]
+
+
+def node_to_hit(node: NodeWithScore | BaseNode) -> SearchHit:
+    """The :class:`SearchHit` a node was made from (the inverse of :func:`hit_to_node`).
+
+    Takes a ``NodeWithScore`` (its ``score`` wins over ``metadata["score"]``, so a node
+    rescored by a postprocessor converts with its new score) or a bare node. Raises
+    :class:`~remy_retriever.InvalidInputError` for a node without a remy citation.
+    """
+    score: Any = None
+    if isinstance(node, NodeWithScore):
+        score = node.score
+        node = node.node
+    if not isinstance(node, BaseNode):
+        msg = f"node_to_hit takes a NodeWithScore or a node, got {type(node).__name__}"
+        raise InvalidInputError(msg)
+    meta = node.metadata
+    citation = meta.get("citation")
+    if score is None:
+        score = meta.get("score")
+    if not isinstance(citation, Mapping) or score is None:
+        msg = (
+            f"node {node.node_id!r} has no remy citation/score in its metadata "
+            f"(keys: {sorted(meta)[:12]}); node_to_hit converts only nodes made by "
+            "RemyRetriever or hits_to_nodes"
+        )
+        raise InvalidInputError(msg)
+    wire: dict[str, Any] = {
+        "id": node.node_id,
+        "score": score,
+        "text": node.get_content(),
+        "citation": citation,
+    }
+    if meta.get("retrieval_rank") is not None:
+        wire["retrievalRank"] = meta["retrieval_rank"]
+    if meta.get("retrieval_score") is not None:
+        wire["retrievalScore"] = meta["retrieval_score"]
+    for key in _OPTIONAL_WIRE_KEYS:
+        if meta.get(key) is not None:
+            wire[key] = meta[key]
+    user = {k: v for k, v in meta.items() if k not in RESERVED_KEYS}
+    user.update(meta.get(SHADOW_KEY) or {})
+    wire["metadata"] = user
+    return SearchHit.from_dict(wire)
