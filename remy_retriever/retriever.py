@@ -40,7 +40,7 @@ from .rerank import Reranker, resolve_reranker
 from .stores.dense import DenseStore, DocumentTable, Record
 from .stores.lexical import LexicalIndex, LexicalRecord
 
-__all__ = ["DoctorReport", "IngestReport", "Retriever"]
+__all__ = ["DoctorReport", "IngestReport", "Retriever", "StoredDocument"]
 
 Mode = Literal["semantic", "lexical", "hybrid"]
 MODES: tuple[str, ...] = ("semantic", "lexical", "hybrid")
@@ -70,6 +70,17 @@ _HEADING, _TITLE, _URL, _PATH, _TYPE = (
 _DOC_HASH, _CHUNK_HASH, _N_CHUNKS = "remy_doc_hash", "remy_chunk_hash", "remy_n_chunks"
 _CREATED, _UPDATED, _UPDATED_MS = "remy_created", "remy_updated", "remy_updated_ms"
 _SUMMARY = "remy_summary"
+
+
+@dataclass(frozen=True)
+class StoredDocument:
+    """A document as stored: the :class:`Document`, ISO-8601 UTC timestamps (``updated_at``
+    changes only when the content changes) and its number of chunks."""
+
+    document: Document
+    created_at: str
+    updated_at: str
+    chunk_count: int
 
 
 @dataclass(frozen=True)
@@ -411,6 +422,30 @@ class Retriever:
         for doc_id, entry in out.items():
             table_hash = table.get(doc_id, ("", {}))[1].get(_DOC_HASH)
             entry["complete"] = entry["n"] == len(entry["ids"]) and table_hash == entry["hash"]
+        return out
+
+    def get_documents(self, document_ids: Sequence[str]) -> dict[str, StoredDocument]:
+        """The stored documents (full text, citation fields, timestamps) for these ids;
+        unknown ids are left out."""
+        ids = [validate_document_id(d) for d in document_ids]
+        out: dict[str, StoredDocument] = {}
+        for doc_id, (text, meta) in self._docs.get(ids).items():
+            user = {k: v for k, v in meta.items() if not k.startswith("remy_")}
+            out[doc_id] = StoredDocument(
+                document=Document(
+                    id=doc_id,
+                    text=text,
+                    title=meta.get(_TITLE),
+                    url=meta.get(_URL),
+                    path=meta.get(_PATH),
+                    type=meta.get(_TYPE),
+                    summary=meta.get(_SUMMARY),
+                    metadata=user,
+                ),
+                created_at=str(meta.get(_CREATED, "")),
+                updated_at=str(meta.get(_UPDATED, "")),
+                chunk_count=int(meta.get(_N_CHUNKS, 0)),
+            )
         return out
 
     def ingest(
