@@ -48,6 +48,12 @@ def tenant_documents() -> list[Document]:
 
 
 @pytest.fixture(scope="session")
+def install_query() -> str:
+    """A query whose best hit is the "Install on Linux" section of install.md."""
+    return INSTALL_QUERY
+
+
+@pytest.fixture(scope="session")
 def embedder() -> SentenceTransformerEmbedder:
     """The bundled all-MiniLM-L6-v2 model, loaded once."""
     embedder = SentenceTransformerEmbedder()
