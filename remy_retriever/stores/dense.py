@@ -1,11 +1,16 @@
 """The Chroma collection: vectors, chunk text and metadata. It is the source of truth.
 
-Every Chroma call goes through :meth:`DenseStore._call`, which turns connection
-failures into :class:`~remy_retriever.errors.ServerUnavailableError` naming the server.
+Every Chroma call goes through :meth:`DenseStore._call`, which retries connection
+failures under the store's :class:`~remy_retriever.retry.RetryPolicy` and then turns them
+into :class:`~remy_retriever.errors.ServerUnavailableError` naming the server; any other
+failure becomes a :class:`~remy_retriever.errors.StoreError`. Every operation sent here is
+idempotent (reads; upserts and deletes by id; setting a generation token chosen before
+the first attempt), so a retried call never duplicates or loses a write.
 """
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
@@ -18,7 +23,8 @@ from ..embeddings import (
     cosine_from_distance,
     embedder_from_config,
 )
-from ..errors import CollectionNotFoundError, RemyError, ServerUnavailableError, StoreError
+from ..errors import CollectionNotFoundError, InvalidInputError, RemyError, ServerUnavailableError, StoreError
+from ..retry import DEFAULT_RETRY, RetryPolicy
 
 __all__ = ["GENERATION_KEY", "DenseStore", "Record"]
 
@@ -28,7 +34,16 @@ GENERATION_KEY = "remy_generation"
 T = TypeVar("T")
 Record = tuple[str, str, dict[str, Any]]  # (chunk id, text, metadata)
 
-_CONNECTION_HINTS = ("connect", "connection", "timed out", "timeout", "unreachable", "refused")
+_CONNECTION_HINTS = (
+    "connect",
+    "connection",
+    "timed out",
+    "timeout",
+    "unreachable",
+    "refused",
+    "disconnected",
+    "broken pipe",
+)
 
 
 class DenseStore:
@@ -43,10 +58,19 @@ class DenseStore:
         embedder: Embedder | None,
         create: bool,
         server: str,
+        retry: RetryPolicy | None = None,
     ) -> None:
+        if retry is not None and not isinstance(retry, RetryPolicy):
+            msg = (
+                f"retry must be a RetryPolicy (e.g. RetryPolicy(attempts=3, timeout=30)) or "
+                f"None, got {type(retry).__name__} {retry!r:.80}"
+            )
+            raise InvalidInputError(msg)
         self.client = client
         self.name = name
         self.server = server
+        self.retry = DEFAULT_RETRY if retry is None else retry
+        self.request_timeout = _bound_http_timeout(client, self.retry.timeout)
         self.collection = self._call("open the collection", lambda: self._open(embedder, create))
         self.embedder: Embedder = self.collection._embedding_function.embedder
 
@@ -89,24 +113,32 @@ class DenseStore:
 
     # -- plumbing ---------------------------------------------------------------------
 
-    def _call(self, what: str, fn: Callable[[], T]) -> T:
-        try:
-            return fn()
-        except RemyError:
-            raise
-        except Exception as exc:
-            text = f"{type(exc).__name__}: {exc}".lower()
-            if isinstance(exc, (ConnectionError, TimeoutError, OSError)) or any(
-                hint in text for hint in _CONNECTION_HINTS
-            ):
-                msg = (
-                    f"cannot {what}: the Chroma server at {self.server} is unreachable ({exc}); "
-                    "start it (e.g. `chroma run --host 127.0.0.1 --port 8000`) or fix "
-                    "host/port"
-                )
-                raise ServerUnavailableError(msg) from exc
-            msg = f"cannot {what} in Chroma collection {self.name!r}: {exc}"
-            raise StoreError(msg) from exc
+    def _call(self, what: str, fn: Callable[[], T], *, idempotent: bool = True) -> T:
+        """Run one Chroma operation; retry it (if ``idempotent``) while the server cannot
+        be reached, under :attr:`retry`; translate failures into :class:`RemyError`."""
+        began = time.monotonic()
+        failures = 0
+        while True:
+            try:
+                return fn()
+            except RemyError:
+                raise
+            except Exception as exc:
+                if not _is_connection_error(exc):
+                    msg = f"cannot {what} in Chroma collection {self.name!r}: {exc}"
+                    raise StoreError(msg) from exc
+                failures += 1
+                if failures >= self.retry.attempts or not idempotent:
+                    tries = f"{failures} attempt{'s' if failures > 1 else ''}"
+                    msg = (
+                        f"cannot {what}: the Chroma server at {self.server} is unreachable "
+                        f"({type(exc).__name__}: {exc}; {tries} in "
+                        f"{time.monotonic() - began:.1f} s); start it (e.g. `chroma run "
+                        "--host 127.0.0.1 --port 8000`), fix host/port, or allow more time "
+                        "with retry=RetryPolicy(attempts=..., timeout=...)"
+                    )
+                    raise ServerUnavailableError(msg) from exc
+                time.sleep(self.retry.delay(failures))
 
     @property
     def max_batch(self) -> int:
@@ -310,3 +342,35 @@ class DocumentTable:
             if len(batch) < page:
                 return
             offset += len(batch)
+
+
+def _is_connection_error(exc: BaseException) -> bool:
+    """Did ``exc`` come from failing to reach the server (worth a retry)?"""
+    try:
+        import httpx
+    except ImportError:  # pragma: no cover - chromadb depends on httpx
+        httpx = None  # type: ignore[assignment]
+    if httpx is not None and isinstance(exc, httpx.TransportError):
+        return True
+    if isinstance(exc, (ConnectionError, TimeoutError, OSError)):
+        return True
+    text = f"{type(exc).__name__}: {exc}".lower()
+    return any(hint in text for hint in _CONNECTION_HINTS)
+
+
+def _bound_http_timeout(client: Any, timeout: float | None) -> float | None:
+    """Give a ``chromadb.HttpClient``'s HTTP session ``timeout`` (chromadb sets none).
+
+    Returns the timeout now in force, or ``None`` when the client has no HTTP session
+    (embedded stores) or ``timeout`` is ``None`` (the session is left as it is)."""
+    session = getattr(getattr(client, "_server", None), "_session", None)
+    if session is None or timeout is None:
+        return None
+    try:
+        import httpx
+    except ImportError:  # pragma: no cover
+        return None
+    if not isinstance(session, httpx.Client):
+        return None
+    session.timeout = httpx.Timeout(timeout)
+    return timeout

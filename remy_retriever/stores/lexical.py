@@ -29,6 +29,15 @@ One writer per index at a time, across threads and processes: writes wait up to
 ``lock_timeout`` seconds for the lock, then raise :class:`IndexLockedError`. Every write
 call is one atomic commit. Readers pick up commits (also other processes') cheaply by
 watching ``meta.json``.
+
+Damage: the index is derived data. When its files are missing or unreadable (segment
+files deleted, ``meta.json`` or ``lexical.json`` gone or garbled, ``state.json`` not
+JSON, or the tantivy index gone while ``state.json`` still records a sync), opening it
+raises :class:`LexicalIndexCorruptError` naming the path -- or, with ``recover=True``
+(what :class:`~remy_retriever.Retriever` passes), discards the files and starts empty
+with an empty state, so that the owner rebuilds it from Chroma. Damage first noticed by
+a read raises :class:`LexicalIndexCorruptError` too (never a raw tantivy error); call
+:meth:`LexicalIndex.reset` and rebuild.
 """
 
 from __future__ import annotations
@@ -39,10 +48,12 @@ import json
 import logging
 import math
 import os
+import shutil
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -57,11 +68,12 @@ from ..errors import (
     InvalidFilterError,
     InvalidInputError,
     InvalidQueryError,
+    RemyError,
     StoreError,
 )
 from ..filters import And, Compare, Filter, Or
 
-__all__ = ["MAX_NUMERIC_KEYS", "LexicalIndex", "LexicalRecord"]
+__all__ = ["MAX_NUMERIC_KEYS", "LexicalIndex", "LexicalIndexCorruptError", "LexicalRecord"]
 
 _log = logging.getLogger(__name__)
 
@@ -86,6 +98,12 @@ _F_HASH = "hash"
 _F_IDHASH = "idh"
 _F_TEXT = "text"
 _F_KV = "kv"
+
+
+class LexicalIndexCorruptError(StoreError):
+    """The lexical index files are missing or unreadable. The index is derived from
+    Chroma: discard it (:meth:`LexicalIndex.reset`) and rebuild; a Retriever does that
+    by itself on open and when a search runs into the damage."""
 
 
 def _slot_field(slot: int) -> str:
@@ -153,6 +171,14 @@ class LexicalRecord:
                 raise InvalidDocumentError(msg)
 
 
+def _is_index_failure(exc: BaseException) -> bool:
+    """A failure inside tantivy: its I/O and corruption errors surface as ValueError,
+    OSError or RuntimeError, a Rust panic as pyo3's PanicException (a BaseException)."""
+    return isinstance(exc, (ValueError, OSError, RuntimeError)) or (
+        type(exc).__name__ == "PanicException"
+    )
+
+
 def _has_surrogate(text: str) -> bool:
     return not text.isascii() and sanitize(text) != text
 
@@ -172,7 +198,9 @@ class LexicalIndex:
     Safe to share between threads: searches run concurrently, writes are serialized.
     """
 
-    def __init__(self, path: str | os.PathLike[str], *, lock_timeout: float = 10.0) -> None:
+    def __init__(
+        self, path: str | os.PathLike[str], *, lock_timeout: float = 10.0, recover: bool = False
+    ) -> None:
         if (
             isinstance(lock_timeout, bool)
             or not isinstance(lock_timeout, (int, float))
@@ -190,33 +218,108 @@ class LexicalIndex:
         self._write_lock = threading.Lock()
         self._reload_lock = threading.Lock()
         self._schema = _build_schema()
+        #: Why the files were discarded on open (``recover=True``), else ``None``.
+        self.recovered_from: str | None = None
+        self._index: tantivy.Index | None = None
+        self._slots: dict[str, int] = {}
+        self._signature: tuple[int, int, int] | None = None
+        try:
+            self._load()
+        except LexicalIndexCorruptError as exc:
+            if not recover:
+                raise
+            _log.warning("discarding the damaged lexical index: %s", exc)
+            self._discard_files()
+            self._load()
+            self.recovered_from = str(exc)
+
+    def _load(self) -> None:
+        """Open (creating if needed) the index files; raise LexicalIndexCorruptError when
+        they are damaged."""
         try:
             self._index_dir.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             msg = f"cannot create the lexical index directory {self._index_dir}: {exc}"
             raise StoreError(msg) from exc
         existed = tantivy.Index.exists(str(self._index_dir))
-        try:
-            index = tantivy.Index(self._schema, path=str(self._index_dir), reuse=True)
-        except ValueError as exc:
+        if not existed and self._read_state_file():
             msg = (
-                f"the lexical index at {self._index_dir} cannot be opened ({exc}); it was "
-                f"probably written by another version: delete {self._root} and rebuild it "
-                "from Chroma"
+                f"the lexical index at {self._index_dir} is gone (no meta.json) but "
+                f"{self._state_file} records a sync; delete {self._root} and rebuild it "
+                "from Chroma (a Retriever does this by itself)"
             )
-            raise StoreError(msg) from exc
-        index.config_reader(reload_policy="manual")
+            raise LexicalIndexCorruptError(msg)
+        with self._guard("open"):
+            index = tantivy.Index(self._schema, path=str(self._index_dir), reuse=True)
+            index.config_reader(reload_policy="manual")
+            num_docs = index.searcher().num_docs
         if not self._meta_file.exists():
-            if existed and index.searcher().num_docs > 0:
+            if existed and num_docs > 0:
                 msg = (
                     f"the lexical index at {self._root} has documents but no {_META_FILE}; "
-                    f"delete {self._root} and rebuild it from Chroma"
+                    f"delete {self._root} and rebuild it from Chroma (a Retriever does "
+                    "this by itself)"
                 )
-                raise StoreError(msg)
+                raise LexicalIndexCorruptError(msg)
             _write_json_atomic(self._meta_file, {"format": _FORMAT, "numeric_slots": {}})
-        self._index: tantivy.Index | None = index
-        self._slots: dict[str, int] = self._read_slots()
+        self._read_state_file()
+        self._slots = self._read_slots()
+        self._index = index
         self._signature = _stat(self._commit_file)
+
+    def _read_state_file(self) -> dict[str, Any]:
+        try:
+            data = _read_json(self._state_file)
+        except StoreError as exc:
+            raise LexicalIndexCorruptError(str(exc)) from exc
+        if data is None:
+            return {}
+        if not isinstance(data, dict):
+            msg = f"{self._state_file} does not hold a JSON object; delete {self._root}"
+            raise LexicalIndexCorruptError(msg)
+        return data
+
+    def _discard_files(self) -> None:
+        """Remove the files this class owns under the root (nothing else)."""
+        try:
+            shutil.rmtree(self._index_dir, ignore_errors=True)
+            for path in (self._meta_file, self._state_file):
+                path.unlink(missing_ok=True)
+        except OSError as exc:
+            msg = f"cannot discard the damaged lexical index at {self._root}: {exc}"
+            raise StoreError(msg) from exc
+
+    def reset(self) -> None:
+        """Discard every file of the index (also when damaged) and start empty, with an
+        empty :attr:`state`. The caller must hold off other writers (a Retriever holds
+        its writer lock) and rebuild from Chroma."""
+        with self._write_lock, self._reload_lock:
+            self._open_index()
+            self._index = None
+            self._discard_files()
+            self._load()
+
+    @contextmanager
+    def _guard(self, what: str, *, damaged: bool = True) -> Iterator[None]:
+        """Turn a failure of tantivy itself (I/O, damaged files, a Rust panic) into
+        :class:`LexicalIndexCorruptError` (or, for a failed write, which may be a full
+        disk, :class:`StoreError`); our own errors pass through."""
+        try:
+            yield
+        except RemyError:
+            raise
+        except BaseException as exc:
+            if not _is_index_failure(exc):
+                raise
+            if not damaged:
+                msg = f"cannot {what} the lexical index at {self._index_dir}: {exc}"
+                raise StoreError(msg) from exc
+            msg = (
+                f"cannot {what} the lexical index at {self._index_dir}: its files are missing "
+                f"or damaged ({type(exc).__name__}: {exc}); it is derived from Chroma: "
+                "reopen the Retriever or run `remy doctor --repair` to rebuild it"
+            )
+            raise LexicalIndexCorruptError(msg) from exc
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -334,8 +437,9 @@ class LexicalIndex:
             index = self._open_index()
             writer = self._open_writer(index, deadline)
             try:
-                body(writer)
-                writer.commit()
+                with self._guard("write to", damaged=False):
+                    body(writer)
+                    writer.commit()
                 if after_commit is not None:
                     after_commit()
             except BaseException:
@@ -351,7 +455,8 @@ class LexicalIndex:
                     writer.wait_merging_threads()
                 except Exception:
                     _log.warning("merging the lexical index at %s failed", self._index_dir)
-            self._reload(index, force=True)
+            with self._guard("reload"):
+                self._reload(index, force=True)
         finally:
             self._write_lock.release()
 
@@ -417,16 +522,19 @@ class LexicalIndex:
         total = searcher.num_docs
         if total == 0:
             return []
-        query = self._text_query(weights)
-        if where is not None:
-            filter_query = tantivy.Query.const_score_query(
-                _to_query(where, self._schema, self._slots), 0.0
-            )
-            query = tantivy.Query.boolean_query(
-                [(tantivy.Occur.Must, query), (tantivy.Occur.Must, filter_query)]
-            )
-        hits = searcher.search(query, limit=min(k, total), count=False).hits
-        results = [(_stored_str(searcher, address, _F_ID), float(score)) for score, address in hits]
+        with self._guard("search"):
+            query = self._text_query(weights)
+            if where is not None:
+                filter_query = tantivy.Query.const_score_query(
+                    _to_query(where, self._schema, self._slots), 0.0
+                )
+                query = tantivy.Query.boolean_query(
+                    [(tantivy.Occur.Must, query), (tantivy.Occur.Must, filter_query)]
+                )
+            hits = searcher.search(query, limit=min(k, total), count=False).hits
+            results = [
+                (_stored_str(searcher, address, _F_ID), float(score)) for score, address in hits
+            ]
         results.sort(key=lambda hit: (-hit[1], hit[0]))
         return results
 
@@ -451,21 +559,22 @@ class LexicalIndex:
         if total == 0:
             return {}
         found: dict[str, str] = {}
-        if 2 * len(wanted) >= total:
-            # Most of the index: one pass over the live (id, hash) terms beats fetching
-            # stored documents one by one.
-            for term in _live_terms(searcher, _F_IDHASH):
-                chunk_id, _, digest = term.rpartition(_SEP)
-                if chunk_id in wanted:
-                    found[chunk_id] = digest
-            return found
-        ordered = sorted(wanted)
-        for start in range(0, len(ordered), _ID_BATCH):
-            batch = ordered[start : start + _ID_BATCH]
-            query = tantivy.Query.term_set_query(self._schema, _F_ID, batch)
-            for _, address in searcher.search(query, limit=len(batch), count=False).hits:
-                document = searcher.doc(address)
-                found[_first_str(document, _F_ID)] = _first_str(document, _F_HASH)
+        with self._guard("read"):
+            if 2 * len(wanted) >= total:
+                # Most of the index: one pass over the live (id, hash) terms beats fetching
+                # stored documents one by one.
+                for term in _live_terms(searcher, _F_IDHASH):
+                    chunk_id, _, digest = term.rpartition(_SEP)
+                    if chunk_id in wanted:
+                        found[chunk_id] = digest
+                return found
+            ordered = sorted(wanted)
+            for start in range(0, len(ordered), _ID_BATCH):
+                batch = ordered[start : start + _ID_BATCH]
+                query = tantivy.Query.term_set_query(self._schema, _F_ID, batch)
+                for _, address in searcher.search(query, limit=len(batch), count=False).hits:
+                    document = searcher.doc(address)
+                    found[_first_str(document, _F_ID)] = _first_str(document, _F_HASH)
         return found
 
     def ids(self) -> set[str]:
@@ -473,11 +582,14 @@ class LexicalIndex:
         searcher = self._searcher()
         if searcher.num_docs == 0:
             return set()
-        return set(_live_terms(searcher, _F_ID))
+        with self._guard("read"):
+            return set(_live_terms(searcher, _F_ID))
 
     def count(self) -> int:
         """How many chunks the index holds."""
-        return int(self._searcher().num_docs)
+        searcher = self._searcher()
+        with self._guard("read"):
+            return int(searcher.num_docs)
 
     def idf(self, terms: Sequence[str]) -> dict[str, float]:
         """BM25 idf, ``ln(1 + (N - n + 0.5) / (n + 0.5))``, of each analysed term (not
@@ -493,16 +605,18 @@ class LexicalIndex:
         for term in terms:
             if not term or term in out:
                 continue
-            df = int(searcher.doc_freq(_F_TEXT, sanitize(term))) if live else 0
+            with self._guard("read"):
+                df = int(searcher.doc_freq(_F_TEXT, sanitize(term))) if live else 0
             n_docs = max(live, df)
             out[term] = math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
         return out
 
     def _searcher(self) -> tantivy.Searcher:
         index = self._open_index()
-        if _stat(self._commit_file) != self._signature:
-            self._reload(index, force=False)
-        return index.searcher()
+        with self._guard("read"):
+            if _stat(self._commit_file) != self._signature:
+                self._reload(index, force=False)
+            return index.searcher()
 
     def _reload(self, index: tantivy.Index, *, force: bool) -> None:
         with self._reload_lock:
@@ -517,7 +631,10 @@ class LexicalIndex:
             self._signature = signature
 
     def _read_slots(self) -> dict[str, int]:
-        data = _read_json(self._meta_file)
+        try:
+            data = _read_json(self._meta_file)
+        except StoreError as exc:
+            raise LexicalIndexCorruptError(str(exc)) from exc
         if data is None:
             return {}
         slots = data.get("numeric_slots") if isinstance(data, dict) else None
@@ -534,7 +651,7 @@ class LexicalIndex:
                 f"{self._meta_file} is not a format-{_FORMAT} lexical index file; delete "
                 f"{self._root} and rebuild the lexical index from Chroma"
             )
-            raise StoreError(msg)
+            raise LexicalIndexCorruptError(msg)
         return dict(slots)
 
     # ------------------------------------------------------------------ state sidecar

@@ -8,10 +8,10 @@ from collections.abc import Sequence
 import pytest
 from langchain_classic.retrievers import ContextualCompressionRetriever
 from langchain_core.documents import Document
+from langchain_remy import RemyReranker, RemyRetriever, document_to_hit
+
 from remy_retriever import InvalidInputError, Retriever
 from remy_retriever.rerank import CrossEncoderReranker
-
-from langchain_remy import RemyReranker, RemyRetriever, document_to_hit
 
 
 @pytest.fixture(scope="module")
@@ -41,13 +41,18 @@ def test_matches_the_engines_own_reranking(
     assert all("relevance_score" not in d.metadata for d in docs)
 
 
-def test_model_path_and_top_n(cross_encoder_path: str, corpus_retriever: Retriever) -> None:
-    docs = RemyRetriever(corpus_retriever, k=5).invoke("reciprocal rank fusion")
-    reranker = RemyReranker(cross_encoder_path, top_n=2)
+def test_model_path_and_top_n(
+    cross_encoder_path: str, cross_encoder: CrossEncoderReranker, corpus_retriever: Retriever
+) -> None:
+    from_path = RemyReranker(cross_encoder_path)
+    assert isinstance(from_path.reranker, CrossEncoderReranker)
+    assert from_path.reranker.model_name == cross_encoder_path  # loaded lazily, on first use
 
-    out = reranker.compress_documents(docs, "reciprocal rank fusion")
+    docs = RemyRetriever(corpus_retriever, k=6).invoke("how do I install remy on linux")
+    out = RemyReranker(cross_encoder, top_n=2).compress_documents(
+        docs, "how do I install remy on linux"
+    )
 
-    assert isinstance(reranker.reranker, CrossEncoderReranker)
     assert len(out) == 2
     assert out[0].metadata["relevance_score"] >= out[1].metadata["relevance_score"]
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 from langchain_core.documents import Document
-from remy_retriever import InvalidInputError, Retriever, SentenceTransformerEmbedder
-
 from langchain_remy import RemyRetriever, document_to_hit, hits_to_documents
+
+from remy_retriever import InvalidInputError, Retriever, SentenceTransformerEmbedder
 
 CORE_KEYS = {
     "citation",
@@ -174,10 +174,7 @@ async def test_where_isolates_tenants_per_call(tenant_retriever: Retriever) -> N
     assert {d.metadata["tenant"] for d in unfiltered} == {"a", "b"}
 
     results = await asyncio.gather(
-        *(
-            retriever.ainvoke(query, where={"tenant": tenant})
-            for tenant in ("a", "b", "a", "b")
-        )
+        *(retriever.ainvoke(query, where={"tenant": tenant}) for tenant in ("a", "b", "a", "b"))
     )
     for tenant, docs in zip(("a", "b", "a", "b"), results):
         assert len(docs) == 3

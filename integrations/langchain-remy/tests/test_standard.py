@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 from langchain_core.retrievers import BaseRetriever
-from langchain_tests.integration_tests import RetrieversIntegrationTests
-from remy_retriever import Retriever
-
 from langchain_remy import RemyRetriever
+from langchain_tests.integration_tests import RetrieversIntegrationTests
+
+from remy_retriever import Retriever
 
 
 class TestRemyRetrieverStandard(RetrieversIntegrationTests):

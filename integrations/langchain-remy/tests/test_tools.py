@@ -6,9 +6,9 @@ from typing import Any
 
 from langchain_core.messages import ToolMessage
 from langchain_core.tools import create_retriever_tool
-from remy_retriever import Retriever, SearchHit
-
 from langchain_remy import RemyRetriever, remy_search_tool
+
+from remy_retriever import Retriever, SearchHit
 
 
 def _call(query: str, call_id: str = "call-1") -> dict[str, Any]:

@@ -1,0 +1,28 @@
+"""The public surface of langchain_remy, pinned; importing it does not import torch."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import langchain_remy
+
+EXPECTED = {
+    "RemyReranker",
+    "RemyRetriever",
+    "document_to_hit",
+    "format_documents",
+    "hits_to_documents",
+    "remy_search_tool",
+}
+
+
+def test_all_is_pinned() -> None:
+    assert set(langchain_remy.__all__) == EXPECTED
+    for name in EXPECTED:
+        assert hasattr(langchain_remy, name)
+
+
+def test_import_does_not_load_torch() -> None:
+    code = "import sys, langchain_remy; sys.exit('torch' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0

@@ -1,0 +1,273 @@
+"""Document-grouped search: chunk hits grouped by document, as a
+:class:`~remy_retriever.memory.models.DocumentSearchResponse`.
+
+See :func:`search_documents`. Scores are 0-1 in every mode (the rules are in
+:mod:`remy_retriever.calibration`).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from .calibration import ScoredHit, calibrated_search
+from .enrich import neighbor_ids
+from .errors import InvalidInputError
+from .filters import DOCUMENT_ID_KEY, Filter, matches, parse_where, to_chroma
+from .memory.models import DocumentChunk, DocumentResult, DocumentSearchResponse
+
+if TYPE_CHECKING:
+    from .rerank import Reranker
+    from .retriever import Retriever, StoredDocument
+
+__all__ = ["SUMMARY_CHARS", "lead_summary", "search_documents"]
+
+#: Longest extractive lead summary, in characters.
+SUMMARY_CHARS = 300
+#: Most documents one call may return.
+MAX_LIMIT = 1000
+_MODES = ("semantic", "lexical", "hybrid")
+
+
+def search_documents(
+    retriever: Retriever,
+    q: str,
+    *,
+    limit: int = 10,
+    chunk_threshold: float = 0.0,
+    document_threshold: float = 0.0,
+    only_matching_chunks: bool = False,
+    include_full_docs: bool = False,
+    include_summary: bool = False,
+    mode: str = "hybrid",
+    rerank: bool | str | Reranker | None = False,
+    where: Mapping[str, Any] | None = None,
+    context_chunks: int = 1,
+) -> DocumentSearchResponse:
+    """Search ``retriever`` and group the chunk hits by document, best document first.
+
+    Scores: every chunk gets a 0-1 score by the rule of ``mode`` (semantic: cosine clipped
+    to [0, 1]; lexical: BM25 over the query's BM25 ceiling; hybrid: the RRF sum over its
+    maximum; reranked: the reranker's 0-1; details in :mod:`remy_retriever.calibration`).
+    A **document's score is the maximum of its chunk scores** (on SciFact this ranked
+    documents as well as or better than the mean or a noisy-or of the chunk scores).
+
+    Chunks: a retrieved chunk is relevant (``isRelevant``) when its score is at least
+    ``chunk_threshold``; a document is returned only if it has a relevant chunk and its
+    score is at least ``document_threshold``. With ``only_matching_chunks=True`` a
+    document lists only its relevant chunks. Otherwise it also lists its other retrieved
+    chunks and up to ``context_chunks`` chunks either side of each relevant one (fetched
+    under the same ``where`` filter, so context never leaks past it), all with
+    ``isRelevant=false``; context chunks that were not retrieved have score 0. Chunks are
+    listed in document order. ``content`` is the chunk text as indexed (heading path,
+    blank line, passage).
+
+    ``include_full_docs`` adds ``content`` (the stored full text); ``include_summary``
+    adds ``summary``: the summary given at ingest (``Document.summary``), else an
+    extractive lead summary (see :func:`lead_summary`). ``metadata`` is the document's
+    own metadata, ``type`` its ``Document.type``, ``createdAt``/``updatedAt`` the stored
+    ISO-8601 timestamps (``updatedAt`` changes when the content changes). ``timing`` is
+    the wall time of the call in milliseconds; ``total`` the number of results.
+
+    ``mode``, ``where`` and ``rerank`` are as in ``Retriever.search`` (``rerank=False``
+    never reranks; ``None`` uses the retriever's own reranker).
+    """
+    started = time.perf_counter()
+    _check_int("limit", limit, 1, MAX_LIMIT)
+    _check_int("context_chunks", context_chunks, 0, 50)
+    _check_threshold("chunk_threshold", chunk_threshold)
+    _check_threshold("document_threshold", document_threshold)
+    for name, flag in (
+        ("only_matching_chunks", only_matching_chunks),
+        ("include_full_docs", include_full_docs),
+        ("include_summary", include_summary),
+    ):
+        if not isinstance(flag, bool):
+            msg = f"{name} must be True or False, got {flag!r}"
+            raise InvalidInputError(msg)
+    if mode not in _MODES:
+        msg = f"unknown mode {mode!r}; use one of 'semantic', 'lexical', 'hybrid'"
+        raise InvalidInputError(msg)
+    tree = parse_where(where)
+
+    # Fetch enough chunks to fill `limit` documents; widen once if they crowd together.
+    k = min(10_000, max(3 * limit, 20))
+    groups: dict[str, _Group] = {}
+    for _ in range(2):
+        scored = calibrated_search(retriever, q, mode=mode, k=k, where=where, rerank=rerank)
+        groups = _group(scored, chunk_threshold)
+        kept = [g for g in groups.values() if g.keep(document_threshold)]
+        if len(kept) >= limit or len(scored) < k:
+            break
+        k = min(10_000, k * 4)
+    chosen = sorted(
+        (g for g in groups.values() if g.keep(document_threshold)),
+        key=lambda g: (-g.score, g.first),
+    )[:limit]
+    stored = retriever.get_documents([g.document_id for g in chosen])
+    chosen = [g for g in chosen if g.document_id in stored]
+    context: dict[str, str] = {}
+    if not only_matching_chunks and context_chunks:
+        context = _context_chunks(retriever, chosen, context_chunks, tree)
+    results = [
+        _result(
+            g,
+            stored[g.document_id],
+            context,
+            only_matching_chunks=only_matching_chunks,
+            include_full_docs=include_full_docs,
+            include_summary=include_summary,
+        )
+        for g in chosen
+    ]
+    timing = round((time.perf_counter() - started) * 1000)
+    return DocumentSearchResponse(results=results, timing=timing, total=len(results))
+
+
+@dataclass
+class _Group:
+    document_id: str
+    first: int  # rank of the document's best chunk in the hit list
+    chunk_count: int | None
+    chunks: dict[int, tuple[str, float, bool]] = field(default_factory=dict)  # pos -> ...
+
+    @property
+    def score(self) -> float:
+        return max(score for _, score, _ in self.chunks.values())
+
+    def keep(self, document_threshold: float) -> bool:
+        return any(rel for _, _, rel in self.chunks.values()) and self.score >= document_threshold
+
+
+def _group(scored: Sequence[ScoredHit], chunk_threshold: float) -> dict[str, _Group]:
+    groups: dict[str, _Group] = {}
+    for rank, item in enumerate(scored):
+        c = item.hit.citation
+        group = groups.setdefault(c.document_id, _Group(c.document_id, rank, c.chunk_count))
+        relevant = item.relevance >= chunk_threshold
+        group.chunks.setdefault(c.chunk_index, (item.hit.text, item.relevance, relevant))
+    return groups
+
+
+def _context_chunks(
+    retriever: Retriever, groups: Sequence[_Group], n: int, tree: Filter | None
+) -> dict[str, str]:
+    """Text of the chunks within ``n`` positions of each relevant chunk, by chunk id,
+    fetched under the filter (checked again here) and from the same document only."""
+    wanted: set[str] = set()
+    for g in groups:
+        for pos, (_, _, relevant) in g.chunks.items():
+            if relevant:
+                before, after = neighbor_ids(g.document_id, pos, g.chunk_count, n)
+                wanted.update(before + after)
+    if not wanted:
+        return {}
+    records = retriever.dense.get(ids=sorted(wanted), where=to_chroma(tree))
+    out: dict[str, str] = {}
+    for cid, text, meta in records:
+        doc = cid.rsplit("#", 1)[0]
+        if meta.get(DOCUMENT_ID_KEY) == doc and matches(tree, meta):
+            out[cid] = text
+    return out
+
+
+def _result(
+    group: _Group,
+    stored: StoredDocument,
+    context: Mapping[str, str],
+    *,
+    only_matching_chunks: bool,
+    include_full_docs: bool,
+    include_summary: bool,
+) -> DocumentResult:
+    doc = stored.document
+    chunks: dict[int, DocumentChunk] = {}
+    for pos, (text, score, relevant) in group.chunks.items():
+        if relevant or not only_matching_chunks:
+            chunks[pos] = DocumentChunk(content=text, score=score, is_relevant=relevant)
+    prefix = f"{group.document_id}#"
+    for cid, text in context.items():
+        if cid.startswith(prefix):
+            pos = int(cid[len(prefix) :])
+            if pos not in chunks:
+                chunks[pos] = DocumentChunk(content=text, score=0.0, is_relevant=False)
+    fields: dict[str, Any] = {
+        "document_id": doc.id,
+        "title": doc.title,
+        "type": doc.type,
+        "score": group.score,
+        "chunks": [chunks[pos] for pos in sorted(chunks)],
+        "metadata": dict(doc.metadata),
+        "created_at": stored.created_at,
+        "updated_at": stored.updated_at,
+    }
+    if include_full_docs:
+        fields["content"] = doc.text
+    if include_summary:
+        fields["summary"] = doc.summary if doc.summary else lead_summary(doc.text)
+    return DocumentResult(**fields)
+
+
+# -- extractive summary ------------------------------------------------------------------
+
+_FENCE = re.compile(r"^\s*(```|~~~)")
+_HEADING = re.compile(r"^\s{0,3}#{1,6}\s")
+_RULE = re.compile(r"^\s*([-*_])(\s*\1){2,}\s*$")
+_BULLET = re.compile(r"^\s*(?:[-*+>]|\d+[.)])\s+")
+_LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
+_MARKUP = re.compile(r"(\*\*|__|`|<!--.*?-->)")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+def lead_summary(text: str, *, max_chars: int = SUMMARY_CHARS) -> str:
+    """An extractive lead summary: the document's first sentences, up to ``max_chars``.
+
+    Markdown is flattened first: headings, fenced code, tables and horizontal rules are
+    dropped, list and quote markers, emphasis and inline code marks removed, links and
+    images reduced to their text. Whole sentences are kept while they fit; when the
+    first sentence alone is longer it is cut at a word boundary and ends with "…". No
+    model is involved. Empty when the text has no prose.
+    """
+    lines: list[str] = []
+    in_fence = False
+    for line in text.splitlines():
+        if _FENCE.match(line):
+            in_fence = not in_fence
+            continue
+        if in_fence or _HEADING.match(line) or _RULE.match(line) or line.lstrip().startswith("|"):
+            continue
+        lines.append(_BULLET.sub("", line))
+    flat = _MARKUP.sub("", _LINK.sub(r"\1", " ".join(lines)))
+    flat = " ".join(flat.split())
+    if not flat:
+        return ""
+    out = ""
+    for sentence in _SENTENCE_END.split(flat):
+        candidate = f"{out} {sentence}" if out else sentence
+        if len(candidate) > max_chars:
+            break
+        out = candidate
+    if out:
+        return out
+    cut = flat[: max_chars - 1]
+    if " " in cut:
+        cut = cut[: cut.rindex(" ")]
+    return cut.rstrip(" ,;:") + "…"
+
+
+# -- validation --------------------------------------------------------------------------
+
+
+def _check_int(name: str, value: object, lo: int, hi: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
+        msg = f"{name} must be an int between {lo} and {hi}, got {value!r}"
+        raise InvalidInputError(msg)
+
+
+def _check_threshold(name: str, value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+        msg = f"{name} must be a number between 0 and 1 (scores are 0-1), got {value!r}"
+        raise InvalidInputError(msg)

@@ -1,0 +1,28 @@
+"""Versioned memories on remy-retriever, and the wire models of the document and memory
+search responses (``shared/spec/supermemory-response-schema.md``)."""
+
+from .models import (
+    ChunkResult,
+    ContextMemory,
+    DocumentChunk,
+    DocumentResult,
+    DocumentSearchResponse,
+    InvalidResponseError,
+    LinkedDocument,
+    MemoryContext,
+    MemoryResult,
+    MemorySearchResponse,
+)
+
+__all__ = [
+    "ChunkResult",
+    "ContextMemory",
+    "DocumentChunk",
+    "DocumentResult",
+    "DocumentSearchResponse",
+    "InvalidResponseError",
+    "LinkedDocument",
+    "MemoryContext",
+    "MemoryResult",
+    "MemorySearchResponse",
+]
