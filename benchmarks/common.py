@@ -112,7 +112,14 @@ def finish_machine(info: dict[str, Any]) -> dict[str, Any]:
 
 
 def peak_rss_mib() -> float:
-    """Peak resident set size of this process so far (Linux reports KiB)."""
+    """Peak resident set size of this process so far (``VmHWM``; ``ru_maxrss`` is not
+    used because Linux carries it over from the parent across ``exec``)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return round(int(line.split()[1]) / 1024, 1)
+    except (OSError, ValueError, IndexError):
+        pass
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
 
 
@@ -192,8 +199,9 @@ def run_worker(module: str, args: Sequence[str], *, timeout: float | None = None
     )
     started = time.perf_counter()
     try:
+        # stdout (progress) passes through; stderr is kept for the error report.
         proc = subprocess.run(
-            cmd, cwd=ROOT, env=env, timeout=timeout, capture_output=True, text=True
+            cmd, cwd=ROOT, env=env, timeout=timeout, stderr=subprocess.PIPE, text=True
         )
     except subprocess.TimeoutExpired:
         return {"error": f"timed out after {timeout:.0f} s", "cmd": cmd}

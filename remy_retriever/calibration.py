@@ -140,9 +140,8 @@ def calibrate(
     weights = _WEIGHTS if counts else {"semantic": _WEIGHTS["semantic"]}
     out = []
     for hit in hits:
-        if hit.retrieval_rank is not None:  # reranked: the reranker's 0-1 relevance
-            value = clip01(hit.score)
-        elif mode == "semantic":
+        if hit.retrieval_rank is not None or mode == "semantic":
+            # Reranked (the reranker's 0-1 relevance) or cosine similarity.
             value = clip01(hit.score)
         elif mode == "lexical":
             value = lexical_relevance(hit.score, ceiling)

@@ -13,6 +13,7 @@ one key (``{"year": {"$gte": 2000, "$lt": 2010}}``), and one-element ``$and``/``
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Union
@@ -28,6 +29,7 @@ __all__ = [
     "Or",
     "matches",
     "parse_where",
+    "require_utf8",
     "to_chroma",
 ]
 
@@ -42,6 +44,7 @@ _ORDER = ("$gt", "$gte", "$lt", "$lte")
 _OPERATORS = _EQUALITY + _MEMBERSHIP + _ORDER
 _MAX_DEPTH = 32
 _MAX_NODES = 1024
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 @dataclass(frozen=True)
@@ -127,6 +130,9 @@ def _check_key(key: str) -> None:
     if not key:
         msg = "where has an empty metadata key ''"
         raise InvalidFilterError(msg)
+    if "\x00" in key:
+        msg = f"where key {key!r} contains a NUL byte, so no stored metadata can have it"
+        raise InvalidFilterError(msg)
     if key.startswith(RESERVED_PREFIX) and key != DOCUMENT_ID_KEY:
         msg = (
             f"where key {key!r} is reserved for remy-retriever internals; filter on your own "
@@ -189,6 +195,31 @@ def _scalar(key: str, op: str, value: object) -> Scalar:
         f"{type(value).__name__} {_short(value)}"
     )
     raise InvalidFilterError(msg)
+
+
+def require_utf8(node: Filter | None) -> Filter | None:
+    """Return ``node`` if every key and str value is encodable as UTF-8, else raise
+    :class:`InvalidFilterError`. Chroma stores UTF-8 only and rejects a filter holding a
+    lone surrogate; the lexical index alone can match such values."""
+    if node is None:
+        return None
+    if isinstance(node, (And, Or)):
+        for item in node.items:
+            require_utf8(item)
+        return node
+    values = node.value if isinstance(node.value, tuple) else (node.value,)
+    for text in (node.key, *values):
+        if isinstance(text, str) and _has_surrogate(text):
+            msg = (
+                f"where[{node.key!r}] {node.op} {_short(node.value)} contains a lone surrogate, "
+                "which no stored (UTF-8) metadata can hold; fix the key or value"
+            )
+            raise InvalidFilterError(msg)
+    return node
+
+
+def _has_surrogate(text: str) -> bool:
+    return not text.isascii() and _SURROGATE.search(text) is not None
 
 
 def _kind(value: Scalar) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import re
 import sys
@@ -22,7 +23,7 @@ from typing import Any, Literal
 import numpy as np
 
 from . import fusion
-from .analysis import analyze_query
+from .analysis import analyze_query, sanitize
 from .chunking import chunk_text
 from .documents import Chunk, Document, validate_document_id
 from .embeddings import Embedder, as_matrix, resolve_embedder
@@ -33,14 +34,20 @@ from .errors import (
     InvalidInputError,
     InvalidQueryError,
     ServerUnavailableError,
+    StoreError,
 )
-from .filters import DOCUMENT_ID_KEY, Filter, matches, parse_where, to_chroma
+from .filters import DOCUMENT_ID_KEY, Filter, matches, parse_where, require_utf8, to_chroma
 from .hits import BranchExplain, Citation, SearchExplain, SearchHit
+from .locking import LOCK_FILE, WriterLock
 from .rerank import Reranker, resolve_reranker
+from .retry import RetryPolicy
 from .stores.dense import DenseStore, DocumentTable, Record
-from .stores.lexical import LexicalIndex, LexicalRecord
+from .stores.lexical import LexicalIndex, LexicalIndexCorruptError, LexicalRecord
+from .validation import check_storable
 
 __all__ = ["DoctorReport", "IngestReport", "Retriever", "StoredDocument"]
+
+_log = logging.getLogger(__name__)
 
 Mode = Literal["semantic", "lexical", "hybrid"]
 MODES: tuple[str, ...] = ("semantic", "lexical", "hybrid")
@@ -161,6 +168,7 @@ class Retriever:
         progress: bool | None = None,
         lock_timeout: float = 10.0,
         reranker: Reranker | str | None = None,
+        retry: RetryPolicy | None = None,
     ) -> None:
         if client is not None and path is not None:
             msg = f"pass either a path ({path!r}) or a client, not both"
@@ -178,29 +186,55 @@ class Retriever:
             client = chromadb.PersistentClient(path=str(root))
             server = f"embedded store {str(root)!r}"
             default_lexical = root / "remy_lexical" / collection
+            store_dir: Path | None = root
         else:
             server = _describe_client(client)
             default_lexical = None
+            store_dir = _embedded_dir(client)
         resolved = None if embedder is None else resolve_embedder(embedder)
         self._dense = DenseStore(
-            client, collection, embedder=resolved, create=create, server=server
+            client, collection, embedder=resolved, create=create, server=server, retry=retry
         )
         self._docs = DocumentTable(self._dense)
         if lexical_path is None:
             lexical_path = default_lexical or _cache_dir() / str(self._dense.collection.id)
-        self._lexical = LexicalIndex(lexical_path, lock_timeout=lock_timeout)
+        # One writer at a time per embedded store (all its collections), else per lexical
+        # index; across threads and processes. Held only while writing.
+        lock_dir = store_dir if store_dir is not None else Path(lexical_path)
+        self._write_lock = WriterLock(lock_dir / LOCK_FILE, timeout=lock_timeout)
+        self._sync_lock = threading.Lock()
+        self._lexical = self._open_lexical(lexical_path, lock_timeout)
         self.collection = collection
         self.client = client
         self.progress = progress
         self.reranker = resolve_reranker(reranker, None) if reranker is not None else None
         self._max_tokens = max_tokens
-        self._write_lock = threading.RLock()
-        self._sync_lock = threading.Lock()
+        # Catches up with other writers; after an interrupted write (dirty flag, writer
+        # lock free) makes every document whole first; rebuilds a discarded index.
+        self._catch_up(force=False)
+
+    def _open_lexical(self, path: str | os.PathLike[str], lock_timeout: float) -> LexicalIndex:
+        """Open the lexical index; if its files are damaged, discard them (holding the
+        writer lock) and start empty: the catch-up that follows re-indexes from Chroma."""
+        try:
+            return LexicalIndex(path, lock_timeout=lock_timeout)
+        except LexicalIndexCorruptError as exc:
+            _log.warning("rebuilding the lexical index from Chroma: %s", exc)
+            with self._write_lock:
+                return LexicalIndex(path, lock_timeout=lock_timeout, recover=True)
+
+    def _rebuild_damaged_lexical(self, exc: LexicalIndexCorruptError) -> None:
+        """A read found the lexical index damaged: discard it and re-index from Chroma."""
+        _log.warning("rebuilding the lexical index from Chroma: %s", exc)
+        with self._write_lock:
+            self._lexical.reset()
+            self._catch_up(force=True)
+
+    def _repair_if_interrupted(self) -> None:
+        """Call holding the write lock: a dirty flag now means an earlier write stopped
+        midway (a crash, or an error such as a lost server); make documents whole first."""
         if self._lexical.state.get("dirty"):
-            # A write was interrupted (crash): make every document whole, then resync.
             self.doctor(repair=True)
-        else:
-            self._catch_up(force=False)
 
     @classmethod
     def from_server(
@@ -281,6 +315,7 @@ class Retriever:
             if doc.id in seen:
                 msg = f"document id {doc.id!r} appears twice in one add() call; dedupe first"
                 raise InvalidDocumentError(msg)
+            check_storable(doc)
             seen.add(doc.id)
         show = _show_progress(self.progress if progress is None else progress)
         added: list[str] = []
@@ -290,6 +325,7 @@ class Retriever:
         bar = _progress_bar(show, len(docs))
         try:
             with self._write_lock:
+                self._repair_if_interrupted()
                 for start in range(0, len(docs), batch_size):
                     batch = docs[start : start + batch_size]
                     report = self._add_batch(batch)
@@ -471,6 +507,7 @@ class Retriever:
         if not ids:
             return 0
         with self._write_lock:
+            self._repair_if_interrupted()
             existing = self._existing(ids)
             chunk_ids = [c for entry in existing.values() for c in entry["ids"]]
             generation_before = self._dense.generation()
@@ -488,7 +525,10 @@ class Retriever:
         with self._write_lock, self._sync_lock:
             generation = self._dense.generation()
             started = _now_ms()
-            self._lexical.clear()
+            try:
+                self._lexical.clear()
+            except StoreError:  # damaged beyond a clean delete-all: discard the files
+                self._lexical.reset()
             n = 0
             for records in self._dense.iter_all():
                 self._lexical.apply(upserts=[_lexical_record(r) for r in records])
@@ -558,8 +598,12 @@ class Retriever:
                     drop_records.append(doc)
             for cid in drop_chunks:
                 chunk_hashes.pop(cid, None)
-            lexical = self._lexical.hashes(list(chunk_hashes))
-            lexical_ids = self._lexical.ids()
+            damaged = False
+            try:
+                lexical = self._lexical.hashes(list(chunk_hashes))
+                lexical_ids = self._lexical.ids()
+            except LexicalIndexCorruptError:  # unreadable: report it as empty
+                damaged, lexical, lexical_ids = True, {}, set()
             missing = sorted(set(chunk_hashes) - set(lexical))
             stale = sorted(c for c, h in lexical.items() if h != chunk_hashes[c])
             extra = sorted(lexical_ids - set(chunk_hashes))
@@ -578,6 +622,8 @@ class Retriever:
                 return report
             self._dense.delete(drop_chunks)
             self._docs.delete(sorted(set(drop_records)))
+            if damaged:
+                self._lexical.reset()
             fix = missing + stale
             for lo in range(0, len(fix), 1000):
                 records = self._dense.get(ids=fix[lo : lo + 1000])
@@ -604,9 +650,25 @@ class Retriever:
         state = self._lexical.state
         if not force and state.get("generation") == generation and not state.get("dirty"):
             return
+        # Catching up writes the lexical index, so it needs the writer lock; while a write
+        # is in progress (here or in another process) skip it: that writer updates the
+        # index itself, and a later search catches up. Never wait: searches must not block.
+        if not self._write_lock.acquire(blocking=False):
+            return
+        try:
+            if self._lexical.state.get("dirty"):
+                # Dirty with the lock free: a write stopped midway (crash or error).
+                self.doctor(repair=True)
+                return
+            self._catch_up_locked(force=force)
+        finally:
+            self._write_lock.release()
+
+    def _catch_up_locked(self, *, force: bool) -> None:
         with self._sync_lock:
+            generation = self._dense.generation()
             state = self._lexical.state
-            if not force and state.get("generation") == generation and not state.get("dirty"):
+            if not force and state.get("generation") == generation:
                 return
             started = _now_ms()
             last = state.get("last_sync_ms")
@@ -709,7 +771,7 @@ class Retriever:
         limit = max(plan.k, depth) if reranker is not None else plan.k
         hits = self._hits(plan, ranked, branches, limit=limit, explain=explain)
         if reranker is not None:
-            hits = _rerank(plan.query, hits, reranker)
+            hits = _rerank(sanitize(plan.query), hits, reranker)
         hits = hits[: plan.k]
         if min_score is not None:
             hits = [h for h in hits if h.score >= min_score]
@@ -816,7 +878,7 @@ class Retriever:
                     msg = f"weights[{name!r}] must be a number >= 0, got {value!r}"
                     raise InvalidInputError(msg)
                 w[name] = float(value)
-        tree = parse_where(where)
+        tree = require_utf8(parse_where(where))
         return _Plan(
             query=text,
             mode=str(mode),
@@ -835,13 +897,18 @@ class Retriever:
         """Run the branches and fuse: ``(fused list, per-branch lists)``."""
         branches: dict[str, list[tuple[str, float]]] = {}
         if plan.mode in ("semantic", "hybrid"):
-            vector = np.asarray(
-                self.embedder.embed_query(plan.query[:_EMBED_QUERY_CHARS]), dtype=np.float32
-            )
+            # Lone surrogates become U+FFFD: model tokenizers reject them.
+            text = sanitize(plan.query[:_EMBED_QUERY_CHARS])
+            vector = np.asarray(self.embedder.embed_query(text), dtype=np.float32)
             branches["semantic"] = self._dense.query(vector, plan.candidates, to_chroma(plan.where))
         if plan.mode in ("lexical", "hybrid"):
-            self._catch_up(force=False)
-            branches["lexical"] = self._lexical.search(plan.query, plan.candidates, plan.where)
+            try:
+                self._catch_up(force=False)
+                lexical = self._lexical.search(plan.query, plan.candidates, plan.where)
+            except LexicalIndexCorruptError as exc:
+                self._rebuild_damaged_lexical(exc)
+                lexical = self._lexical.search(plan.query, plan.candidates, plan.where)
+            branches["lexical"] = lexical
         if plan.mode != "hybrid":
             return branches[plan.mode], branches
         if plan.fusion == "convex":
@@ -1112,6 +1179,18 @@ def _describe_client(client: Any) -> str:
     except Exception:
         pass
     return type(client).__name__
+
+
+def _embedded_dir(client: Any) -> Path | None:
+    """The directory of an embedded (persistent) client's store, else ``None``."""
+    try:
+        settings = client.get_settings()
+    except Exception:
+        return None
+    persist = getattr(settings, "persist_directory", None)
+    if getattr(settings, "is_persistent", False) and persist:
+        return Path(persist)
+    return None
 
 
 def _cache_dir() -> Path:

@@ -13,6 +13,7 @@ from .models import (
     MemoryResult,
     MemorySearchResponse,
 )
+from .store import Memory, MemoryNotFoundError, MemoryStateError, MemoryStore
 
 __all__ = [
     "ChunkResult",
@@ -22,7 +23,11 @@ __all__ = [
     "DocumentSearchResponse",
     "InvalidResponseError",
     "LinkedDocument",
+    "Memory",
     "MemoryContext",
+    "MemoryNotFoundError",
     "MemoryResult",
     "MemorySearchResponse",
+    "MemoryStateError",
+    "MemoryStore",
 ]

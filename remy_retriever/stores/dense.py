@@ -23,7 +23,13 @@ from ..embeddings import (
     cosine_from_distance,
     embedder_from_config,
 )
-from ..errors import CollectionNotFoundError, InvalidInputError, RemyError, ServerUnavailableError, StoreError
+from ..errors import (
+    CollectionNotFoundError,
+    InvalidInputError,
+    RemyError,
+    ServerUnavailableError,
+    StoreError,
+)
 from ..retry import DEFAULT_RETRY, RetryPolicy
 
 __all__ = ["GENERATION_KEY", "DenseStore", "Record"]

@@ -59,8 +59,8 @@ class RemyReranker(BaseDocumentCompressor):
                 f"score(query, texts); got {reranker!r}"
             )
             raise InvalidInputError(msg)
-        resolved = resolve_reranker(reranker, None)
-        super().__init__(reranker=resolved, **kwargs)
+        fields: dict[str, Any] = {**kwargs, "reranker": resolve_reranker(reranker, None)}
+        super().__init__(**fields)
 
     def compress_documents(
         self,

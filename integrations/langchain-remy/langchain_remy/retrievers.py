@@ -147,7 +147,8 @@ class RemyRetriever(BaseRetriever):
                 "configure the Retriever itself when you already have one"
             )
             raise InvalidInputError(msg)
-        super().__init__(retriever=retriever, **kwargs)
+        fields: dict[str, Any] = {**kwargs, "retriever": retriever}
+        super().__init__(**fields)
 
     @field_validator("search_kwargs")
     @classmethod

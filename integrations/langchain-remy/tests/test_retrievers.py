@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -128,7 +129,7 @@ def test_unknown_call_option_names_the_fix(corpus_retriever: Retriever) -> None:
 
 def test_invalid_option_values_are_rejected(corpus_retriever: Retriever) -> None:
     with pytest.raises(ValueError, match="mode"):
-        RemyRetriever(corpus_retriever, mode="fuzzy")  # type: ignore[arg-type]
+        RemyRetriever(corpus_retriever, mode="fuzzy")
     with pytest.raises(ValueError, match="k"):
         RemyRetriever(corpus_retriever, k=0)
     with pytest.raises(InvalidInputError, match="k must be between"):
@@ -216,6 +217,6 @@ def test_constructor_errors_name_the_fix(corpus_retriever: Retriever, tmp_path: 
 class _Overlap:
     """A tiny real Reranker: the share of query words found in the text."""
 
-    def score(self, query: str, texts: list[str]) -> list[float]:
+    def score(self, query: str, texts: Sequence[str]) -> list[float]:
         words = set(query.lower().split())
         return [len(words & set(t.lower().split())) / len(words) for t in texts]

@@ -65,17 +65,21 @@ def test_previous_and_next_point_at_the_neighbouring_chunks(
     assert count == len(nodes) == 6  # every chunk of install.md
 
     for position in range(count):
-        rel = nodes[f"install.md#{position}"].relationships
-        assert rel[NodeRelationship.SOURCE].node_id == "install.md"
+        node = nodes[f"install.md#{position}"]
+        assert node.source_node is not None and node.source_node.node_id == "install.md"
+        previous, following = node.prev_node, node.next_node
         if position == 0:
-            assert NodeRelationship.PREVIOUS not in rel
+            assert previous is None
         else:
-            assert rel[NodeRelationship.PREVIOUS].node_id == f"install.md#{position - 1}"
+            assert previous is not None
+            assert previous.node_id == f"install.md#{position - 1}"
+            assert previous.node_id in nodes  # a real chunk
         if position == count - 1:
-            assert NodeRelationship.NEXT not in rel
+            assert following is None
         else:
-            assert rel[NodeRelationship.NEXT].node_id == f"install.md#{position + 1}"
-        assert all(r.node_id in nodes for k, r in rel.items() if k != NodeRelationship.SOURCE)
+            assert following is not None
+            assert following.node_id == f"install.md#{position + 1}"
+            assert following.node_id in nodes
 
 
 def test_round_trip_keeps_every_field(corpus_retriever: Retriever, install_query: str) -> None:

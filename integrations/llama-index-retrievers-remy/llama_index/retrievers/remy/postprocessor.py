@@ -59,12 +59,12 @@ class RemyRerank(BaseNodePostprocessor):
                 f"score(query, texts); got {reranker!r}"
             )
             raise InvalidInputError(msg)
-        resolved = resolve_reranker(reranker, None)
-        super().__init__(
-            reranker=resolved,
-            top_n=top_n,
-            callback_manager=callback_manager or CallbackManager(),
-        )
+        fields: dict[str, Any] = {
+            "reranker": resolve_reranker(reranker, None),
+            "top_n": top_n,
+            "callback_manager": callback_manager or CallbackManager(),
+        }
+        super().__init__(**fields)
 
     @classmethod
     def class_name(cls) -> str:

@@ -1,0 +1,572 @@
+"""Retrieval quality and query cost on BEIR folders: remy-retriever vs LangChain and
+LlamaIndex hybrids, all on identical chunks and identical cached MiniLM vectors.
+
+    python -m benchmarks.quality --dataset ../shared/data/beir/scifact \
+        --dataset ../shared/data/beir/cisi
+
+Chunks are ours (``Retriever.add`` with all-MiniLM-L6-v2's tokenizer, 256 tokens); their
+vectors are read once from a ``remy eval`` index (``--eval-cache``, built there if missing)
+and the judged queries are embedded once; both are cached under
+``benchmarks/.cache/quality/``. Every system gets the same chunks, the same vectors, the
+same 100 candidates per branch, the same query-vector lookup (timed inside each query) and
+the same document-level rule (a document ranks by its best chunk, ``rank_documents``).
+Each system builds and queries in its own process; its peak RSS is that process's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import re
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from benchmarks import common
+
+ALPHAS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
+
+# name -> (label, python modules it needs)
+SYSTEMS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "ours": ("remy lexical / semantic / hybrid (rrf, convex)", ()),
+    "ours-e2e": ("remy hybrid rrf, real MiniLM query embedding", ("sentence_transformers",)),
+    "ours-rerank": ("remy hybrid rrf + cross-encoder rerank@30", ("sentence_transformers",)),
+    "langchain-ensemble": (
+        "LangChain EnsembleRetriever (BM25 analyzed + Chroma)",
+        ("langchain_classic", "langchain_community", "langchain_chroma", "rank_bm25", "bm25s"),
+    ),
+    "langchain-ensemble-default": (
+        "LangChain EnsembleRetriever (BM25 default split + Chroma)",
+        ("langchain_classic", "langchain_community", "langchain_chroma", "rank_bm25"),
+    ),
+    "llamaindex-fusion": (
+        "LlamaIndex QueryFusionRetriever (BM25 + Chroma, rrf)",
+        ("llama_index.core", "llama_index.retrievers.bm25", "llama_index.vector_stores.chroma"),
+    ),
+}
+DEFAULT_SYSTEMS = ("ours", "ours-e2e", "langchain-ensemble", "langchain-ensemble-default",
+                   "llamaindex-fusion")  # fmt: skip
+
+#: nDCG@10 our team measured earlier (SciFact, CISI) for reference in the report.
+TEAM_REFERENCE = {
+    "langchain-ensemble": {"scifact": 0.683, "cisi": 0.411},
+    "llamaindex-fusion": {"scifact": 0.717, "cisi": 0.440},
+    "ours/semantic": {"scifact": 0.644, "cisi": 0.419},
+}
+
+
+# -- preparation: chunk vectors from the eval index, query vectors embedded once -------------
+
+
+def prepare(dataset_dir: str, eval_cache: Path, cache: Path) -> Path:
+    """Cache ``chunks.json``/``chunks.npy``/``queries.json``/``queries.npy`` for a dataset."""
+    import remy_retriever  # registers the "remy" embedding function with chromadb
+    from remy_retriever.evaluation import load_beir
+
+    ds = load_beir(dataset_dir)
+    out = cache / "quality" / f"{ds.name}-{ds.fingerprint}"
+    if (out / "meta.json").is_file():
+        return out
+    out.mkdir(parents=True, exist_ok=True)
+    store = eval_cache / f"{ds.name}-{ds.fingerprint}"
+    ids, texts, vectors = _read_collection(store)
+    if not ids:
+        print(f"[quality] no eval index at {store}: embedding {ds.name} (slow, done once)")
+        with remy_retriever.Retriever(store, collection="beir") as r:
+            r.add(ds.documents(), progress=False)
+        ids, texts, vectors = _read_collection(store)
+    order = sorted(range(len(ids)), key=lambda i: ids[i])
+    ids = [ids[i] for i in order]
+    texts = [texts[i] for i in order]
+    vectors = vectors[order]
+    (out / "chunks.json").write_text(json.dumps({"ids": ids, "texts": texts}))
+    np.save(out / "chunks.npy", vectors.astype(np.float32))
+    qids = list(ds.queries)
+    qtexts = [ds.queries[q] for q in qids]
+    embedder = remy_retriever.SentenceTransformerEmbedder()
+    started = time.perf_counter()
+    # No query prompt for MiniLM, so a batch equals embed_query() one by one.
+    qvecs = np.asarray(embedder.embed_documents(qtexts), dtype=np.float32)
+    took = time.perf_counter() - started
+    (out / "queries.json").write_text(json.dumps({"ids": qids, "texts": qtexts}))
+    np.save(out / "queries.npy", qvecs)
+    meta = {
+        "dataset": ds.name,
+        "fingerprint": ds.fingerprint,
+        "source_index": str(store),
+        "chunks": len(ids),
+        "queries": len(qids),
+        "model": embedder.model_id,
+        "query_embedding_s": round(took, 2),
+    }
+    (out / "meta.json").write_text(json.dumps(meta, indent=2))
+    return out
+
+
+def _read_collection(store: Path) -> tuple[list[str], list[str], np.ndarray]:
+    import chromadb
+
+    if not (store / "chroma.sqlite3").is_file():
+        return [], [], np.zeros((0, 0), dtype=np.float32)
+    client = chromadb.PersistentClient(path=str(store))
+    try:
+        col = client.get_collection("beir", embedding_function=None)
+    except Exception:
+        return [], [], np.zeros((0, 0), dtype=np.float32)
+    ids: list[str] = []
+    texts: list[str] = []
+    vecs: list[np.ndarray] = []
+    offset, page = 0, 5000
+    while True:
+        got = col.get(include=["embeddings", "documents"], limit=page, offset=offset)
+        if not got["ids"]:
+            break
+        ids += got["ids"]
+        texts += [d or "" for d in got["documents"]]
+        vecs.append(np.asarray(got["embeddings"], dtype=np.float32))
+        offset += len(got["ids"])
+        if len(got["ids"]) < page:
+            break
+    matrix = np.concatenate(vecs) if vecs else np.zeros((0, 0), dtype=np.float32)
+    return ids, texts, matrix
+
+
+def _load_prepared(prepared: Path) -> tuple[dict[str, Any], np.ndarray, dict[str, Any], np.ndarray]:
+    chunks = json.loads((prepared / "chunks.json").read_text())
+    queries = json.loads((prepared / "queries.json").read_text())
+    return chunks, np.load(prepared / "chunks.npy"), queries, np.load(prepared / "queries.npy")
+
+
+# -- workers ----------------------------------------------------------------------------------
+
+
+def _dataset(path: str, max_queries: int | None) -> Any:
+    from remy_retriever.evaluation import load_beir
+
+    ds = load_beir(path)
+    if max_queries:
+        keep = dict(list(ds.queries.items())[:max_queries])
+        ds = dataclasses.replace(ds, queries=keep)
+    return ds
+
+
+def _evaluate(ds: Any, rank: Callable[[str], Sequence[tuple[str, float]]]) -> dict[str, float]:
+    from remy_retriever.evaluation import evaluate
+
+    for text in list(ds.queries.values())[:3]:  # warm-up, untimed
+        rank(text)
+    return evaluate(ds, rank, depth=100, measures=("nDCG@10", "R@100"))
+
+
+def worker(args: argparse.Namespace) -> dict[str, Any]:
+    ds = _dataset(args.dataset, args.max_queries)
+    chunks, vecs, queries, qvecs = _load_prepared(Path(args.prepared))
+    doc_table = common.VectorTable(chunks["texts"], vecs)
+    query_table = common.VectorTable(queries["texts"], qvecs)
+    result: dict[str, Any] = {"system": args.worker, "rss_after_load_mib": common.peak_rss_mib()}
+    tmp = Path(tempfile.mkdtemp(prefix="remy-bench-quality-"))
+    try:
+        runner = {
+            "ours": _ours,
+            "ours-e2e": _ours_e2e,
+            "ours-rerank": _ours_rerank,
+            "langchain-ensemble": _langchain,
+            "langchain-ensemble-default": _langchain,
+            "llamaindex-fusion": _llamaindex,
+        }[args.worker]
+        result.update(runner(args, ds, chunks, doc_table, query_table, tmp))
+        result["disk_mib"] = common.dir_size_mib(tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    result["peak_rss_mib"] = common.peak_rss_mib()
+    return result
+
+
+def _build_ours(ds: Any, tmp: Path, embedder: Any) -> tuple[Any, float]:
+    from remy_retriever import Retriever
+
+    started = time.perf_counter()
+    r = Retriever(tmp / "remy", collection="bench", embedder=embedder, progress=False)
+    r.add(ds.documents(), progress=False)
+    return r, time.perf_counter() - started
+
+
+def _check_chunks(r: Any, chunks: dict[str, Any]) -> bool:
+    ids = {rec[0] for page in r.dense.iter_all(documents=False, metadatas=False) for rec in page}
+    return ids == set(chunks["ids"])
+
+
+def _ours(args: argparse.Namespace, ds: Any, chunks: Any, docs: Any, queries: Any,
+          tmp: Path) -> dict[str, Any]:  # fmt: skip
+    embedder = common.CachedEmbedder(docs, queries)
+    r, build_s = _build_ours(ds, tmp, embedder)
+    out: dict[str, Any] = {"build_s": round(build_s, 3), "chunks_identical": _check_chunks(r, chunks)}
+    modes: dict[str, Any] = {}
+    for mode in ("lexical", "semantic", "hybrid"):
+
+        def rank(q: str, mode: Any = mode) -> list[tuple[str, float]]:
+            return r.rank(q, mode=mode, candidates=args.candidates)
+
+        modes[mode] = _evaluate(ds, rank)
+    modes["hybrid-convex"] = _evaluate(
+        ds, lambda q: r.rank(q, mode="hybrid", candidates=args.candidates, fusion="convex")
+    )
+    out["modes"] = modes
+    sweep = {}
+    for alpha in ALPHAS if not args.no_sweep else ():
+
+        def convex(q: str, alpha: float = alpha) -> list[tuple[str, float]]:
+            return r.rank(q, mode="hybrid", candidates=args.candidates, fusion="convex",
+                          alpha=alpha)  # fmt: skip
+
+        res = _evaluate(ds, convex)
+        sweep[str(alpha)] = {"nDCG@10": res["nDCG@10"], "R@100": res["R@100"]}
+    out["convex_alpha_sweep"] = sweep
+    r.close()
+    return out
+
+
+def _ours_e2e(args: argparse.Namespace, ds: Any, chunks: Any, docs: Any, queries: Any,
+              tmp: Path) -> dict[str, Any]:  # fmt: skip
+    from remy_retriever import SentenceTransformerEmbedder
+
+    real = SentenceTransformerEmbedder()
+    real.embed_query("warm up the model")
+    embedder = common.CachedEmbedder(docs, None, real_queries=real)
+    r, build_s = _build_ours(ds, tmp, embedder)
+    res = _evaluate(ds, lambda q: r.rank(q, mode="hybrid", candidates=args.candidates))
+    # The query embedding alone, for the record.
+    _, lat = common.time_calls(real.embed_query, list(ds.queries.values()))
+    r.close()
+    return {"build_s": round(build_s, 3), "modes": {"hybrid": res},
+            "query_embedding": common.summarize(lat)}  # fmt: skip
+
+
+def _ours_rerank(args: argparse.Namespace, ds: Any, chunks: Any, docs: Any, queries: Any,
+                 tmp: Path) -> dict[str, Any]:  # fmt: skip
+    from remy_retriever import CrossEncoderReranker
+
+    embedder = common.CachedEmbedder(docs, queries)
+    r, build_s = _build_ours(ds, tmp, embedder)
+    reranker = CrossEncoderReranker(args.rerank_model, cache_size=0)
+    depth = 30
+
+    def rank(q: str) -> list[tuple[str, float]]:
+        hits = r.search(q, mode="hybrid", k=depth, candidates=args.candidates,
+                        rerank=reranker, rerank_depth=depth)  # fmt: skip
+        head = [(h.id, h.score) for h in hits]
+        seen = {cid for cid, _ in head}
+        return head + [x for x in r.rank(q, candidates=args.candidates) if x[0] not in seen]
+
+    res = _evaluate(ds, rank)
+    r.close()
+    return {"build_s": round(build_s, 3), "modes": {"hybrid+rerank": res},
+            "rerank_model": args.rerank_model}  # fmt: skip
+
+
+_WORD = re.compile(r"(?u)\b\w\w+\b")
+
+
+def analyzed_preprocess() -> Callable[[str], list[str]]:
+    """A typical 'real' preprocess_func for LangChain's BM25Retriever: lowercase, word
+    regex, English stopwords (bm25s' list), Snowball stemming (PyStemmer)."""
+    import Stemmer
+    from bm25s.stopwords import STOPWORDS_EN
+
+    stem = Stemmer.Stemmer("english").stemWords
+    stop = frozenset(STOPWORDS_EN)
+
+    def preprocess(text: str) -> list[str]:
+        return stem([w for w in _WORD.findall(text.lower()) if w not in stop])
+
+    return preprocess
+
+
+def langchain_embeddings(docs: Any, queries: Any) -> Any:
+    from langchain_core.embeddings import Embeddings
+
+    class CachedEmbeddings(Embeddings):
+        def embed_documents(self, texts: list[str]) -> list[list[float]]:
+            return docs.lookup_many(texts).tolist()
+
+        def embed_query(self, text: str) -> list[float]:
+            return queries.lookup(text).tolist()
+
+    return CachedEmbeddings()
+
+
+def _langchain(args: argparse.Namespace, ds: Any, chunks: Any, docs: Any, queries: Any,
+               tmp: Path) -> dict[str, Any]:  # fmt: skip
+    from langchain_chroma import Chroma
+    from langchain_classic.retrievers import EnsembleRetriever
+    from langchain_community.retrievers import BM25Retriever
+    from langchain_core.documents import Document
+
+    lc_docs = [Document(page_content=t, metadata={"chunk_id": c})
+               for c, t in zip(chunks["ids"], chunks["texts"])]  # fmt: skip
+    kwargs: dict[str, Any] = {}
+    if args.worker == "langchain-ensemble":
+        kwargs["preprocess_func"] = analyzed_preprocess()
+    started = time.perf_counter()
+    bm25 = BM25Retriever.from_documents(lc_docs, k=args.candidates, **kwargs)
+    store = Chroma.from_documents(
+        lc_docs,
+        embedding=langchain_embeddings(docs, queries),
+        ids=list(chunks["ids"]),
+        collection_name="bench",
+        persist_directory=str(tmp / "chroma"),
+    )
+    dense = store.as_retriever(search_kwargs={"k": args.candidates})
+    ensemble = EnsembleRetriever(retrievers=[bm25, dense], weights=[0.5, 0.5], id_key="chunk_id")
+    build_s = time.perf_counter() - started
+
+    def rank(q: str) -> list[tuple[str, float]]:
+        found = ensemble.invoke(q)
+        return [(d.metadata["chunk_id"], float(len(found) - i)) for i, d in enumerate(found)]
+
+    return {"build_s": round(build_s, 3), "modes": {"hybrid": _evaluate(ds, rank)}}
+
+
+def llamaindex_embedding(docs: Any, queries: Any) -> Any:
+    from llama_index.core.embeddings import BaseEmbedding
+    from pydantic import PrivateAttr
+
+    class CachedEmbedding(BaseEmbedding):
+        _docs: Any = PrivateAttr()
+        _queries: Any = PrivateAttr()
+
+        def __init__(self, docs: Any, queries: Any) -> None:
+            super().__init__(model_name="cached-all-MiniLM-L6-v2")
+            self._docs = docs
+            self._queries = queries
+
+        def _get_query_embedding(self, query: str) -> list[float]:
+            return self._queries.lookup(query).tolist()
+
+        async def _aget_query_embedding(self, query: str) -> list[float]:
+            return self._get_query_embedding(query)
+
+        def _get_text_embedding(self, text: str) -> list[float]:
+            return self._docs.lookup(text).tolist()
+
+    return CachedEmbedding(docs, queries)
+
+
+def _llamaindex(args: argparse.Namespace, ds: Any, chunks: Any, docs: Any, queries: Any,
+                tmp: Path) -> dict[str, Any]:  # fmt: skip
+    import chromadb
+    from llama_index.core import Settings, StorageContext, VectorStoreIndex
+    from llama_index.core.llms import MockLLM
+    from llama_index.core.retrievers import QueryFusionRetriever
+    from llama_index.core.schema import TextNode
+    from llama_index.retrievers.bm25 import BM25Retriever
+    from llama_index.vector_stores.chroma import ChromaVectorStore
+
+    embed_model = llamaindex_embedding(docs, queries)
+    Settings.embed_model = embed_model
+    Settings.llm = MockLLM()
+    nodes = [
+        TextNode(id_=c, text=t, embedding=docs.lookup(t).tolist())
+        for c, t in zip(chunks["ids"], chunks["texts"])
+    ]
+    started = time.perf_counter()
+    client = chromadb.PersistentClient(path=str(tmp / "chroma"))
+    collection = client.get_or_create_collection("bench")
+    storage = StorageContext.from_defaults(vector_store=ChromaVectorStore(chroma_collection=collection))
+    index = VectorStoreIndex(nodes, storage_context=storage, embed_model=embed_model)
+    bm25 = BM25Retriever.from_defaults(nodes=nodes, similarity_top_k=args.candidates)
+    fusion = QueryFusionRetriever(
+        [index.as_retriever(similarity_top_k=args.candidates), bm25],
+        similarity_top_k=args.candidates,
+        num_queries=1,
+        mode="reciprocal_rerank",
+        use_async=False,
+        llm=MockLLM(),
+    )
+    build_s = time.perf_counter() - started
+
+    def rank(q: str) -> list[tuple[str, float]]:
+        return [(n.node.node_id, float(n.score or 0.0)) for n in fusion.retrieve(q)]
+
+    return {"build_s": round(build_s, 3), "modes": {"hybrid": _evaluate(ds, rank)}}
+
+
+# -- driver -------------------------------------------------------------------------------------
+
+
+def _rows(dataset: dict[str, Any]) -> list[dict[str, Any]]:
+    rows = []
+    for name, res in dataset["systems"].items():
+        if "error" in res:
+            rows.append({"system": name, "error": res["error"]})
+            continue
+        for mode, m in res["modes"].items():
+            label = name if name not in ("ours",) else f"ours/{mode}"
+            rows.append({
+                "system": label,
+                "nDCG@10": m["nDCG@10"],
+                "R@100": m["R@100"],
+                "build_s": res.get("build_s"),
+                "p50_ms": m["p50_ms"],
+                "p95_ms": m["p95_ms"],
+                "peak_rss_mib": res.get("peak_rss_mib"),
+                "rss_delta_mib": round(res["peak_rss_mib"] - res["rss_after_load_mib"], 1),
+            })  # fmt: skip
+    return rows
+
+
+def _markdown(data: dict[str, Any]) -> str:
+    parts = [common.header_md("Quality: nDCG@10 / Recall@100 on BEIR", data)]
+    parts.append(
+        "All systems: identical chunks (ours) and cached all-MiniLM-L6-v2 vectors, 100 "
+        "candidates per branch, documents ranked by their best chunk. Latency = one query "
+        "incl. the cached query-vector lookup (the same for all); `ours-e2e` embeds the "
+        "query with the real model. Build = index build excluding embedding (ours includes "
+        "chunking). RSS delta = peak minus RSS after loading the shared data.\n"
+    )
+    for ds in data["datasets"]:
+        parts.append(f"\n## {ds['dataset']} ({ds['queries']} queries, {ds['chunks']} chunks)\n")
+        rows = _rows(ds)
+        headers = ["system", "nDCG@10", "R@100", "build s", "p50 ms", "p95 ms",
+                   "peak RSS MiB", "RSS delta MiB"]  # fmt: skip
+        parts.append(common.md_table(headers, [
+            [r["system"], r.get("nDCG@10"), r.get("R@100"), r.get("build_s"), r.get("p50_ms"),
+             r.get("p95_ms"), r.get("peak_rss_mib"), r.get("rss_delta_mib")]
+            if "error" not in r else [r["system"], "error: " + r["error"], *[None] * 6]
+            for r in rows
+        ]))  # fmt: skip
+        ours = ds["systems"].get("ours", {})
+        sweep = ours.get("convex_alpha_sweep") or {}
+        if sweep:
+            parts.append("\nConvex fusion, alpha sweep (alpha = weight of the semantic branch):\n")
+            parts.append(common.md_table(
+                ["alpha", *sweep], [["nDCG@10", *[v["nDCG@10"] for v in sweep.values()]],
+                                    ["R@100", *[v["R@100"] for v in sweep.values()]]]))  # fmt: skip
+        e2e = ds["systems"].get("ours-e2e", {}).get("query_embedding")
+        if e2e:
+            parts.append(f"\nReal MiniLM query embedding alone: p50 {e2e['p50_ms']:.1f} ms, "
+                         f"p95 {e2e['p95_ms']:.1f} ms.\n")  # fmt: skip
+    return "\n".join(parts)
+
+
+def _plot(data: dict[str, Any], path: Path) -> None:
+    plt = common.plt()
+    datasets = data["datasets"]
+    fig, axes = plt.subplots(1, 2, figsize=(13, 5))
+    names: list[str] = []
+    for ds in datasets:
+        for r in _rows(ds):
+            if "error" not in r and r["system"] not in names:
+                names.append(r["system"])
+    width = 0.8 / max(1, len(datasets))
+    ys = np.arange(len(names))
+    for i, ds in enumerate(datasets):
+        by = {r["system"]: r for r in _rows(ds) if "error" not in r}
+        nd = [by.get(n, {}).get("nDCG@10", 0.0) for n in names]
+        lat = [by.get(n, {}).get("p50_ms", 0.0) for n in names]
+        axes[0].barh(ys + i * width, nd, height=width, label=ds["dataset"])
+        axes[1].barh(ys + i * width, lat, height=width, label=ds["dataset"])
+    for ax, title in zip(axes, ("nDCG@10 (higher is better)", "query p50 ms (log; lower is better)")):
+        ax.set_yticks(ys + width * (len(datasets) - 1) / 2)
+        ax.set_yticklabels(names, fontsize=8)
+        ax.invert_yaxis()
+        ax.set_title(title)
+        ax.legend()
+        ax.grid(axis="x", alpha=0.3)
+    axes[1].set_xscale("log")
+    axes[1].set_yticklabels([])
+    fig.suptitle("Quality on identical chunks and MiniLM vectors (100 candidates per branch)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--dataset", action="append", required=True, help="BEIR folder (repeatable)")
+    p.add_argument("--systems", nargs="+", default=None, choices=sorted(SYSTEMS))
+    p.add_argument("--rerank-model", default=None, help="cross-encoder path: adds ours-rerank")
+    p.add_argument("--candidates", type=int, default=100)
+    p.add_argument("--max-queries", type=int, default=None, help="first N judged queries")
+    p.add_argument("--no-sweep", action="store_true", help="skip the convex alpha sweep")
+    p.add_argument("--eval-cache", type=Path, default=common.CACHE_DIR / "eval")
+    p.add_argument("--cache", type=Path, default=common.CACHE_DIR)
+    p.add_argument("--out", type=Path, default=common.RESULTS_DIR)
+    p.add_argument("--name", default="quality")
+    p.add_argument("--timeout", type=float, default=3600)
+    p.add_argument("--worker", default=None, help=argparse.SUPPRESS)
+    p.add_argument("--prepared", default=None, help=argparse.SUPPRESS)
+    p.add_argument("--worker-out", default=None, help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    if args.worker:
+        args.dataset = args.dataset[0]
+        common.write_worker_output(args.worker_out, worker(args))
+        return 0
+
+    info = common.machine()
+    systems = list(args.systems or DEFAULT_SYSTEMS)
+    if args.rerank_model and "ours-rerank" not in systems:
+        systems.append("ours-rerank")
+    data: dict[str, Any] = {
+        "benchmark": "quality",
+        "command": common.command_line(),
+        "candidates": args.candidates,
+        "versions": common.versions(),
+        "datasets": [],
+    }
+    for dataset in args.dataset:
+        prepared = prepare(dataset, args.eval_cache, args.cache)
+        meta = json.loads((prepared / "meta.json").read_text())
+        entry: dict[str, Any] = {
+            "dataset": meta["dataset"],
+            "chunks": meta["chunks"],
+            "queries": min(meta["queries"], args.max_queries or meta["queries"]),
+            "systems": {},
+            "skipped": {},
+            "load_average_before": common.load_average(),
+        }
+        for system in systems:
+            missing = [m for m in SYSTEMS[system][1] if not common.has_module(m)]
+            if system == "ours-rerank" and not args.rerank_model:
+                continue
+            if missing:
+                print(f"[quality] skip {system}: missing {', '.join(missing)}")
+                entry["skipped"][system] = f"missing {', '.join(missing)}"
+                continue
+            print(f"[quality] {meta['dataset']}: {system} ...", flush=True)
+            wargs = ["--worker", system, "--dataset", dataset, "--prepared", str(prepared),
+                     "--candidates", str(args.candidates)]  # fmt: skip
+            if args.max_queries:
+                wargs += ["--max-queries", str(args.max_queries)]
+            if args.no_sweep:
+                wargs.append("--no-sweep")
+            if args.rerank_model:
+                wargs += ["--rerank-model", args.rerank_model]
+            res = common.run_worker("benchmarks.quality", wargs, timeout=args.timeout)
+            res["load_average_after"] = common.load_average()
+            entry["systems"][system] = res
+            if "error" in res:
+                print(f"[quality]   error: {res['error']}\n{res.get('stderr', '')[-1500:]}")
+            else:
+                summary = ", ".join(
+                    f"{m} nDCG@10={v['nDCG@10']:.4f} p50={v['p50_ms']:.1f}ms"
+                    for m, v in res["modes"].items()
+                )
+                print(f"[quality]   {summary}", flush=True)
+        data["datasets"].append(entry)
+    data["machine"] = common.finish_machine(info)
+    data["team_reference_ndcg10"] = TEAM_REFERENCE
+    common.write_results(args.out, args.name, data, _markdown(data))
+    _plot(data, args.out / f"{args.name}.png")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

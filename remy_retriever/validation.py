@@ -1,0 +1,69 @@
+"""Checks run on every document before anything is written.
+
+:class:`~remy_retriever.Document` already checks types; this adds what Chroma would
+refuse (or silently alter) only in the middle of a write, so that a bad document is
+rejected with :class:`InvalidDocumentError` while the store is still untouched.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+from .documents import Document
+from .errors import InvalidDocumentError
+
+__all__ = ["check_storable"]
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_INT64 = 2**63 - 1
+#: Metadata keys Chroma reserves (it rejects them at write time).
+_CHROMA_RESERVED_KEYS = frozenset({"chroma:document"})
+
+
+def check_storable(doc: Document) -> None:
+    """Raise :class:`InvalidDocumentError` if Chroma could not store ``doc`` faithfully:
+    lone surrogates (not encodable as UTF-8) in any text, metadata keys Chroma reserves
+    (``#...``, ``chroma:document``), non-finite floats (Chroma drops them) and ints
+    beyond 64 bits."""
+    _check_text(doc, "id", doc.id)
+    _check_text(doc, "text", doc.text)
+    for name in ("title", "url", "path", "type", "summary"):
+        value = getattr(doc, name)
+        if value is not None:
+            _check_text(doc, name, value)
+    for key, value in doc.metadata.items():
+        _check_text(doc, f"metadata key {key!r}", key)
+        if key.startswith("#") or key in _CHROMA_RESERVED_KEYS:
+            msg = (
+                f"Document {doc.id!r}: metadata key {key!r} is reserved by Chroma (keys may "
+                "not start with '#' or be 'chroma:document'); rename it"
+            )
+            raise InvalidDocumentError(msg)
+        if isinstance(value, str):
+            _check_text(doc, f"metadata[{key!r}]", value)
+        elif isinstance(value, float) and not math.isfinite(value):
+            msg = (
+                f"Document {doc.id!r}: metadata[{key!r}] = {value!r} is not a finite number "
+                "(Chroma would drop it); store a finite number or a str"
+            )
+            raise InvalidDocumentError(msg)
+        elif isinstance(value, int) and not isinstance(value, bool) and abs(value) > _INT64:
+            msg = (
+                f"Document {doc.id!r}: metadata[{key!r}] = {value} does not fit in 64 bits; "
+                "store it as a str or a float"
+            )
+            raise InvalidDocumentError(msg)
+
+
+def _check_text(doc: Document, field: str, text: str) -> None:
+    if text.isascii():
+        return
+    found = _SURROGATE.search(text)
+    if found is not None:
+        msg = (
+            f"Document {doc.id!r}: {field} contains a lone surrogate "
+            f"(U+{ord(found.group()):04X} at index {found.start()}), which cannot be stored "
+            "as UTF-8; fix the text, e.g. text.encode('utf-8', 'replace').decode('utf-8')"
+        )
+        raise InvalidDocumentError(msg)

@@ -1,0 +1,353 @@
+"""Crash consistency: a writer process is SIGKILLed at random points of an ingest; after
+each kill the store reopens, both indexes agree, acknowledged writes are all there and
+searchable in every mode, and no document is ever half there. Plus ``doctor`` against
+deliberate damage to either side (chunks removed from Chroma, lexical files deleted or
+garbled).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+import pytest
+from crash_worker import COLLECTION, MAX_TOKENS, N_OPS, marker
+from remy_reliability_support import (
+    MODES,
+    TokenHashEmbedder,
+    check_indexes_agree,
+    check_whole_documents,
+    dense_records,
+    doc_ids,
+)
+
+from remy_retriever import Document, Retriever
+from remy_retriever.cli import main as cli_main
+
+WORKER = Path(__file__).resolve().parent / "crash_worker.py"
+SEEDS = 20
+CHAINS = 4  # stores; each gets SEEDS // CHAINS successive killed writers
+
+
+class Zygote:
+    """A preloaded worker process that forks one writer per request."""
+
+    def __init__(self) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, str(WORKER), "zygote"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            bufsize=1,
+        )
+
+    def spawn(self, seed: int, store: Path, acks: Path) -> int:
+        stdin, stdout = self.proc.stdin, self.proc.stdout
+        assert stdin is not None and stdout is not None
+        stdin.write(json.dumps({"seed": seed, "store": str(store), "acks": str(acks)}) + "\n")
+        stdin.flush()
+        line = stdout.readline()
+        assert line.strip().isdigit(), f"zygote answered {line!r}"
+        return int(line)
+
+    def close(self) -> None:
+        stdin: IO[str] | None = self.proc.stdin
+        if stdin is not None:
+            stdin.close()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def zygote() -> Iterator[Zygote]:
+    z = Zygote()
+    try:
+        yield z
+    finally:
+        z.close()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie (not yet reaped) is dead too: its locks are released.
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().split(") ", 1)[1][:1] != "Z"
+    except OSError:
+        return False
+
+
+def _kill_and_wait(pid: int) -> None:
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        return
+    deadline = time.monotonic() + 20
+    while _alive(pid):
+        assert time.monotonic() < deadline, f"worker {pid} survived SIGKILL"
+        time.sleep(0.01)
+
+
+def _acks(path: Path) -> list[str]:
+    try:
+        return path.read_text().splitlines()
+    except FileNotFoundError:
+        return []
+
+
+def _wait_for(path: Path, pid: int, acks_wanted: int, timeout: float = 60) -> None:
+    """Until the worker logged ``acks_wanted`` ACK lines, finished, or died."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        lines = _acks(path)
+        if sum(line.startswith("ACK") for line in lines) >= acks_wanted or "DONE" in lines:
+            return
+        if not _alive(pid):
+            return
+        time.sleep(0.005)
+    pytest.fail(f"worker {pid} made no progress within {timeout} s: {_acks(path)[-3:]}")
+
+
+@dataclass
+class Model:
+    """What the acknowledged (and attempted) operations allow the store to hold."""
+
+    acked: dict[str, tuple[str, int]] = field(default_factory=dict)  # doc -> (op, version)
+    pending: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
+
+    def feed(self, lines: list[str]) -> None:
+        begun: tuple[str, list[str], int] | None = None
+        for line in lines:
+            parts = line.split(" ")
+            if parts[0] == "BEGIN":
+                begun = (parts[1], parts[2].split(","), int(parts[3]))
+            elif parts[0] == "ACK":
+                op, ids, version = parts[1], parts[2].split(","), int(parts[3])
+                for doc in ids:
+                    self.acked[doc] = (op, version)
+                    self.pending.pop(doc, None)
+                begun = None
+        if begun is not None:  # the call the kill interrupted
+            op, ids, version = begun
+            for doc in ids:
+                self.pending.setdefault(doc, []).append((op, version))
+
+    def settle(self, present: dict[str, int]) -> None:
+        """After verification: what is in the store is the new baseline."""
+        for doc, ops in list(self.pending.items()):
+            if any(op == "DEL" for op, _ in ops) and doc not in present:
+                self.acked[doc] = ("DEL", 0)
+            elif doc in present:
+                self.acked[doc] = ("ADD", present[doc])
+            self.pending.pop(doc)
+
+
+def _verify(store: Path, model: Model) -> None:
+    r = Retriever(store, collection=COLLECTION, embedder=TokenHashEmbedder(), max_tokens=MAX_TOKENS)
+    try:
+        check_indexes_agree(r)
+        assert r.doctor().ok, r.doctor()
+        chunks = check_whole_documents(r)
+        versions = {
+            str(m["remy_doc_id"]): int(m["version"]) for m in dense_records(r).values()
+        }
+        for doc, (op, version) in model.acked.items():
+            pending = model.pending.get(doc, [])
+            if op == "DEL":
+                assert doc not in chunks, f"{doc} was deleted (acknowledged) but is back"
+                for mode in MODES:
+                    assert doc not in doc_ids(r.search(marker(doc), mode=mode, k=5)), mode
+                continue
+            if any(p == "DEL" for p, _ in pending) and doc not in chunks:
+                continue  # an interrupted delete may have gone through
+            assert doc in chunks, f"{doc} was acknowledged ({op} v{version}) but is missing"
+            allowed = {version} | {v for p, v in pending if p == "UPD"}
+            assert versions[doc] in allowed, (doc, versions[doc], allowed)
+            for mode in MODES:
+                hits = r.search(marker(doc), mode=mode, k=5)
+                mine = [h for h in hits if h.citation.document_id == doc]
+                assert mine, f"{doc} is not found by {mode} search: {doc_ids(hits)}"
+                assert all(h.citation.chunk_count == chunks[doc] for h in mine)
+        model.settle(versions)
+    finally:
+        r.close()
+
+
+@pytest.mark.timeout(420)
+def test_sigkill_during_ingest_keeps_both_indexes_consistent(
+    zygote: Zygote, tmp_path: Path
+) -> None:
+    rng = random.Random(20240601)
+    killed_mid_write = 0
+    for chain in range(CHAINS):
+        store = tmp_path / f"store{chain}"
+        model = Model()
+        for step in range(SEEDS // CHAINS):
+            seed = chain * 100 + step
+            acks = tmp_path / f"acks-{seed}.log"
+            pid = zygote.spawn(seed, store, acks)
+            # Kill after a random number of completed calls plus a random delay, so
+            # kills land at random points inside a call (Chroma write, lexical commit...).
+            _wait_for(acks, pid, rng.randint(0, N_OPS - 1))
+            time.sleep(rng.uniform(0, 0.08))
+            _kill_and_wait(pid)
+            lines = _acks(acks)
+            assert not Path(f"{acks}.err").exists(), Path(f"{acks}.err").read_text()
+            killed_mid_write += bool(lines) and lines[-1].startswith("BEGIN")
+            model.feed(lines)
+            if rng.random() < 0.3:
+                # Kill the next writer early too: possibly while it repairs the store.
+                again = tmp_path / f"acks-{seed}-again.log"
+                pid = zygote.spawn(seed + 50, store, again)
+                time.sleep(rng.uniform(0, 0.4))
+                _kill_and_wait(pid)
+                model.feed(_acks(again))
+            _verify(store, model)
+    assert killed_mid_write >= SEEDS // 2, f"only {killed_mid_write} kills landed mid-write"
+
+
+# -- doctor against deliberate damage ---------------------------------------------------
+
+
+def _docs(n: int = 6) -> list[Document]:
+    return [
+        Document(
+            id=f"doc{i}",
+            text=f"# Title {i}\n\n## A\n\nalpha{i} river stone.\n\n## B\n\nbeta{i} cloud ember.",
+            metadata={"tenant": "ab"[i % 2]},
+        )
+        for i in range(n)
+    ]
+
+
+def _open(store: Path) -> Retriever:
+    return Retriever(store, collection="kb", embedder=TokenHashEmbedder())
+
+
+def _lexical_dir(store: Path) -> Path:
+    return store / "remy_lexical" / "kb" / "tantivy"
+
+
+def _check_all_searchable(r: Retriever, n: int = 6) -> None:
+    check_indexes_agree(r)
+    assert r.doctor().ok
+    for i in range(n):
+        for mode in MODES:
+            assert f"doc{i}" in doc_ids(r.search(f"alpha{i}", mode=mode, k=3)), (i, mode)
+
+
+@pytest.mark.parametrize(
+    "damage",
+    ["segment-files", "one-idx-file", "meta-json", "tantivy-dir", "lexical-json", "state-json"],
+)
+@pytest.mark.timeout(120)
+def test_deleted_or_garbled_lexical_files_are_rebuilt_on_open(tmp_path: Path, damage: str) -> None:
+    store = tmp_path / "db"
+    with _open(store) as r:
+        r.add(_docs())
+    tantivy_dir = _lexical_dir(store)
+    files = sorted(p for p in tantivy_dir.iterdir() if not p.name.startswith("."))
+    if damage == "segment-files":
+        for p in files:
+            if p.name != "meta.json":
+                p.unlink()
+    elif damage == "one-idx-file":
+        next(p for p in files if p.suffix == ".idx").unlink()
+    elif damage == "meta-json":
+        (tantivy_dir / "meta.json").unlink()
+    elif damage == "tantivy-dir":
+        shutil.rmtree(tantivy_dir)
+    elif damage == "lexical-json":
+        (tantivy_dir.parent / "lexical.json").unlink()
+    else:
+        (tantivy_dir.parent / "state.json").write_text("{not json")
+    with _open(store) as r:
+        assert r.lexical.recovered_from  # it noticed, discarded and rebuilt
+        _check_all_searchable(r)
+
+
+@pytest.mark.timeout(120)
+def test_lexical_damage_found_by_a_search_is_rebuilt(tmp_path: Path) -> None:
+    store = tmp_path / "db"
+    r = _open(store)
+    r.add(_docs())
+    r.close()
+    # Garbled segment files open fine and fail only when read.
+    for p in _lexical_dir(store).iterdir():
+        if p.suffix in (".idx", ".term", ".store", ".pos"):
+            with open(p, "r+b") as handle:
+                handle.write(b"\x00garbage" * 16)
+    with _open(store) as r:
+        _check_all_searchable(r)  # the first lexical read fails, rebuilds, then succeeds
+
+
+@pytest.mark.timeout(120)
+def test_cli_doctor_detects_and_repairs_damage(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = tmp_path / "db"
+    with _open(store) as r:
+        r.add(_docs())
+        # Behind our back: chunks vanish from Chroma, one chunk from the lexical index.
+        r.dense.collection.delete(ids=["doc1#0"])
+        r.lexical.delete(["doc2#1"])
+    base = ["--db", str(store), "--collection", "kb"]
+    assert cli_main(["doctor", *base, "--json"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert report["partial_documents"] == ["doc1"]
+    assert report["missing_in_lexical"] == ["doc2#1"]
+    assert cli_main(["doctor", *base, "--repair"]) == 0
+    assert "status: repaired" in capsys.readouterr().out
+    assert cli_main(["doctor", *base]) == 0
+    assert "status: ok" in capsys.readouterr().out
+    # Lexical files deleted: the CLI's open rebuilds them; doctor finds nothing to fix.
+    shutil.rmtree(_lexical_dir(store))
+    assert cli_main(["doctor", *base]) == 0
+    with _open(store) as r:
+        check_indexes_agree(r)
+        assert "doc1" not in check_whole_documents(r)  # half-gone: dropped whole
+        assert "doc2" in check_whole_documents(r)
+
+
+@pytest.mark.timeout(120)
+def test_a_failed_write_is_repaired_before_the_next_one(tmp_path: Path) -> None:
+    """A write that dies midway in a live process (e.g. the server went away) leaves the
+    dirty flag; the next write or search repairs first instead of clearing it."""
+    store = tmp_path / "db"
+    r = _open(store)
+    r.add(_docs())
+    original = r.dense.delete
+    calls: list[Any] = []
+
+    def failing_delete(ids: Any) -> None:
+        calls.append(ids)
+        raise OSError("simulated failure after the new chunks were written")
+
+    r.dense.delete = failing_delete  # type: ignore[method-assign]
+    shorter = Document(id="doc0", text="# Title 0\n\n## A\n\nalpha0 gamma.", metadata={})
+    with pytest.raises(Exception, match="simulated"):
+        r.add([shorter])
+    r.dense.delete = original  # type: ignore[method-assign]
+    assert calls and r.lexical.state.get("dirty")
+    r.add([Document(id="late", text="# Late\n\nomega late arrival.")])
+    assert not r.lexical.state.get("dirty")
+    check_indexes_agree(r)
+    assert r.doctor().ok
+    check_whole_documents(r)
+    r.close()
