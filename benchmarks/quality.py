@@ -255,7 +255,7 @@ def _ours_rerank(args: argparse.Namespace, ds: Any, chunks: Any, docs: Any, quer
 
     embedder = common.CachedEmbedder(docs, queries)
     r, build_s = _build_ours(ds, tmp, embedder)
-    reranker = CrossEncoderReranker(args.rerank_model, cache_size=0)
+    reranker = CrossEncoderReranker(args.rerank_model)
     depth = 30
 
     def rank(q: str) -> list[tuple[str, float]]:

@@ -109,6 +109,16 @@ def generate(n: int, out: Path, n_queries: int) -> Path:
     return out
 
 
+def _data_dir(cache: Path, n: int, n_queries: int) -> Path:
+    """A cached corpus of at least ``n`` chunks (a larger one works: generation is
+    deterministic and streamed, so its first ``n`` chunks are the ``n``-chunk corpus)."""
+    for path in sorted(cache.glob("n*/meta.json"), key=lambda p: int(p.parent.name[1:])):
+        meta = json.loads(path.read_text())
+        if meta["chunks"] >= n and meta["queries"] >= n_queries:
+            return path.parent
+    return generate(n, cache / f"n{n}", n_queries)
+
+
 def _load(data: Path, n: int) -> tuple[list[str], np.ndarray, list[str], np.ndarray]:
     with (data / "texts.txt").open() as fh:
         texts = [line.rstrip("\n") for line in itertools.islice(fh, n)]
@@ -151,7 +161,7 @@ def _docs(texts: Sequence[str], start: int, stop: int, prefix: str = "s") -> Ite
 
 
 def build_ours(texts: list[str], vectors: np.ndarray, queries: Any, root: Path,
-               batch_size: int) -> tuple[Any, Any, dict[str, Any]]:  # fmt: skip
+               batch_size: int, budget_s: float) -> tuple[Any, Any, dict[str, Any]]:  # fmt: skip
     from remy_retriever import Retriever
 
     embedder = common.CachedEmbedder(common.VectorTable(texts, vectors), queries, tokenizer=False)
@@ -164,13 +174,20 @@ def build_ours(texts: list[str], vectors: np.ndarray, queries: Any, root: Path,
     timers.wrap(r.lexical, "apply", "lexical_apply_s")
     timers.wrap(embedder, "embed_documents", "vector_lookup_s")
     timers.wrap(r, "_existing", "existing_check_s")
-    n = len(texts)
+    target = len(texts)
     started = time.perf_counter()
-    step = 50_000
-    for lo in range(0, n, step):
-        r.add(list(_docs(texts, lo, min(n, lo + step))), batch_size=batch_size, progress=False)
-        print(f"[scale]   ours ingested {min(n, lo + step):,}/{n:,} "
-              f"({time.perf_counter() - started:.0f} s)", flush=True)  # fmt: skip
+    step = 10_000 if target <= 100_000 else 50_000
+    progress: list[tuple[int, float]] = []
+    n = 0
+    for lo in range(0, target, step):
+        r.add(list(_docs(texts, lo, min(target, lo + step))), batch_size=batch_size,
+              progress=False)  # fmt: skip
+        n = min(target, lo + step)
+        progress.append((n, round(time.perf_counter() - started, 1)))
+        print(f"[scale]   ours ingested {n:,}/{target:,} ({progress[-1][1]:.0f} s)", flush=True)
+        if time.perf_counter() - started > budget_s and n < target:
+            print(f"[scale]   ingest budget {budget_s:.0f} s exhausted at {n:,}", flush=True)
+            break
     total = time.perf_counter() - started
     if r.count() != n:
         msg = f"expected {n} chunks (one per document), got {r.count()}"
@@ -184,7 +201,16 @@ def build_ours(texts: list[str], vectors: np.ndarray, queries: Any, root: Path,
         "dense_chunks_per_s": round(n / max(t.get("dense_upsert_s", 0), 1e-9), 1),
         "lexical_chunks_per_s": round(n / max(t.get("lexical_apply_s", 0), 1e-9), 1),
         "breakdown_s": {**t, "other_s": round(other, 2)},
+        "ingested": n,
+        "target": target,
+        "progress_chunks_s": progress,
     }
+    if n < target:
+        # Projected from the rate of the last steps (ingest slows down as indexes grow).
+        (n0, t0), (n1, t1) = progress[max(0, len(progress) - 3)], progress[-1]
+        rate = (n1 - n0) / max(t1 - t0, 1e-9) if n1 > n0 else n / total
+        ingest["truncated"] = True
+        ingest["projected_total_s"] = round(total + (target - n) / rate, 0)
     return r, embedder, ingest
 
 
@@ -409,7 +435,12 @@ def worker(args: argparse.Namespace) -> dict[str, Any]:
         # 1. ours: ingest, per-mode latency (+ where), disk, peak RSS, add/delete probe.
         print(f"[scale] {n:,}: ours ingest", flush=True)
         t0 = time.perf_counter()
-        r, embedder, ingest = build_ours(texts, vectors, queries, tmp / "remy", args.batch_size)
+        r, embedder, ingest = build_ours(texts, vectors, queries, tmp / "remy", args.batch_size,
+                                         args.ingest_budget)  # fmt: skip
+        if ingest["ingested"] < n:
+            texts = texts[: ingest["ingested"]]
+            vectors = vectors[: ingest["ingested"]]
+            result["chunks_measured"] = ingest["ingested"]
         result["ours_ingest"] = ingest
         chroma_mib = common.dir_size_mib(tmp / "remy") - common.dir_size_mib(tmp / "remy" / "remy_lexical")
         result["ours_disk_mib"] = {
@@ -652,6 +683,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--out", type=Path, default=common.RESULTS_DIR)
     p.add_argument("--name", default="scale")
     p.add_argument("--timeout", type=float, default=3 * 3600)
+    p.add_argument("--append", action="store_true",
+                   help="merge into an existing results file (replacing the sizes run now)")
+    p.add_argument("--ingest-budget", type=float, default=1500,
+                   help="stop ours' ingest after this many seconds (the 1M point must finish "
+                   "in 30 min); the rest is projected and queries run on what was ingested")
     p.add_argument("--worker-size", type=int, default=None, help=argparse.SUPPRESS)
     p.add_argument("--data", default=None, help=argparse.SUPPRESS)
     p.add_argument("--probe", action="store_true", help=argparse.SUPPRESS)
@@ -662,7 +698,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     info = common.machine()
     biggest = max(args.sizes)
-    data_dir = generate(biggest, args.cache / f"n{biggest}", max(args.queries, 20))
+    data_dir = _data_dir(args.cache, biggest, max(args.queries, 20))
     data: dict[str, Any] = {
         "benchmark": "scale",
         "command": common.command_line(),
@@ -676,7 +712,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"[scale] size {n:,}", flush=True)
         wargs = ["--worker-size", str(n), "--data", str(data_dir), "--queries", str(args.queries),
                  "--batch-size", str(args.batch_size), "--peer-max", str(args.peer_max),
-                 "--rank-bm25-max", str(args.rank_bm25_max), "--peers", *args.peers]  # fmt: skip
+                 "--rank-bm25-max", str(args.rank_bm25_max), "--ingest-budget",
+                 str(args.ingest_budget), "--peers", *args.peers]  # fmt: skip
         if args.tmp:
             wargs += ["--tmp", args.tmp]
         if n >= args.probe_min:
@@ -690,6 +727,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"[scale]   error: {res['error']}\n{res.get('stderr', '')[-2000:]}")
         data["sizes"].append(res)
     data["machine"] = common.finish_machine(info)
+    for size in data["sizes"]:
+        size["run_date"] = info["date"]
+    previous = args.out / f"{args.name}.json"
+    if args.append and previous.is_file():
+        # Keep the other sizes of an earlier run (each size records its own run date and
+        # load averages); this run's sizes replace theirs.
+        old = json.loads(previous.read_text())
+        done = {s["chunks"] for s in data["sizes"]}
+        kept = [s for s in old.get("sizes", []) if s["chunks"] not in done]
+        data["sizes"] = sorted(kept + data["sizes"], key=lambda s: s["chunks"])
+        data["earlier_runs"] = [*old.get("earlier_runs", []),
+                                {"command": old.get("command"), "machine": old.get("machine")}]  # fmt: skip
     data["targets"] = _targets(data)
     common.write_results(args.out, args.name, data, _markdown(data))
     _plot(data, args.out / f"{args.name}.png")

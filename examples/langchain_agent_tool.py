@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +29,11 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
-from langchain_core.language_models import BaseChatModel, GenericFakeChatModel
+from langchain_core.language_models import (
+    BaseChatModel,
+    GenericFakeChatModel,
+    LanguageModelInput,
+)
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
@@ -46,7 +50,13 @@ class ScriptedToolModel(GenericFakeChatModel):
     """``GenericFakeChatModel`` with ``bind_tools``: it replays its messages whatever tools
     it is given, so the tool-calling loop below runs unchanged with a real model."""
 
-    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> Runnable[Any, BaseMessage]:
+    def bind_tools(
+        self,
+        tools: Sequence[dict[str, Any] | type | Callable[..., Any] | BaseTool],
+        *,
+        tool_choice: str | None = None,
+        **kwargs: Any,
+    ) -> Runnable[LanguageModelInput, AIMessage]:
         return self
 
 

@@ -231,9 +231,13 @@ class Retriever:
             self._catch_up(force=True)
 
     def _repair_if_interrupted(self) -> None:
-        """Call holding the write lock: a dirty flag now means an earlier write stopped
-        midway (a crash, or an error such as a lost server); make documents whole first."""
-        if self._lexical.state.get("dirty"):
+        """Call holding the write lock, before writing. Reloads this process's view of an
+        embedded store if another process wrote (else our write could clobber theirs);
+        then, if the dirty flag is set, an earlier write stopped midway (a crash, or an
+        error such as a lost server): make every document whole first."""
+        dirty = bool(self._lexical.state.get("dirty"))
+        self._dense.ensure_fresh(write=True, force=dirty)
+        if dirty:
             self.doctor(repair=True)
 
     @classmethod
@@ -555,6 +559,7 @@ class Retriever:
         Chroma. Runs automatically on open after an interrupted write.
         """
         with self._write_lock, self._sync_lock:
+            self._dense.ensure_fresh(write=True)
             generation = self._dense.generation()
             started = _now_ms()
             groups: dict[str, dict[str, list[tuple[str, dict[str, Any]]]]] = {}
@@ -658,7 +663,7 @@ class Retriever:
         try:
             if self._lexical.state.get("dirty"):
                 # Dirty with the lock free: a write stopped midway (crash or error).
-                self.doctor(repair=True)
+                self._repair_if_interrupted()
                 return
             self._catch_up_locked(force=force)
         finally:

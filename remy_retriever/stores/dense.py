@@ -6,12 +6,24 @@ into :class:`~remy_retriever.errors.ServerUnavailableError` naming the server; a
 failure becomes a :class:`~remy_retriever.errors.StoreError`. Every operation sent here is
 idempotent (reads; upserts and deletes by id; setting a generation token chosen before
 the first attempt), so a retried call never duplicates or loses a write.
+
+Embedded stores and other processes: Chroma's embedded mode keeps each collection's
+vector index in memory, one copy per process and store path, and never reloads it. So
+another process's writes stay invisible to this process's vector search, and worse,
+this process's next persist of its index would overwrite them on disk (their vectors
+are lost; counts and ``get`` still show them). :meth:`DenseStore.ensure_fresh` guards
+against both: when the collection's generation token (bumped by every remy writer) is
+not one this process's copy is known to reflect, it reloads the copy from disk -- before
+every write (the caller holds the store's writer lock), and before reads at most once a
+second.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
+import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -52,6 +64,14 @@ _CONNECTION_HINTS = (
 )
 
 
+#: For each embedded Chroma "system" (one per store path and process, shared by every
+#: client of that path): collection name -> the generation its in-memory state reflects.
+_SEEN: weakref.WeakKeyDictionary[Any, dict[str, str]] = weakref.WeakKeyDictionary()
+_RELOAD_LOCK = threading.Lock()
+#: Reads reload a stale embedded view at most this often (seconds); writes always do.
+READ_RELOAD_INTERVAL = 1.0
+
+
 class DenseStore:
     """One Chroma collection in cosine space, created with our registered embedding
     function so that reopening it (also through plain ``chromadb``) embeds alike."""
@@ -79,6 +99,62 @@ class DenseStore:
         self.request_timeout = _bound_http_timeout(client, self.retry.timeout)
         self.collection = self._call("open the collection", lambda: self._open(embedder, create))
         self.embedder: Embedder = self.collection._embedding_function.embedder
+        self._embedded = _is_embedded(client)
+        self._system = _system_of(client)
+        self._reloaded_at = 0.0
+        if self._embedded and self._system is not None and _created_for(client, self._system):
+            # A system created just now for this client has loaded nothing stale yet.
+            _SEEN.setdefault(self._system, {})[name] = self.generation()
+
+    # -- freshness of embedded stores -----------------------------------------------
+
+    def ensure_fresh(self, *, write: bool = False, force: bool = False) -> bool:
+        """Embedded stores: reload this process's in-memory view of the store when the
+        collection changed since the view was loaded (see the module docstring).
+
+        ``write=True`` (call holding the writer lock, before writing): always check.
+        Reads reload at most every :data:`READ_RELOAD_INTERVAL` seconds. ``force``: reload
+        even if the generation matches (an interrupted write changes data without a new
+        generation). Returns True if it reloaded. No-op for servers and in-memory stores."""
+        if not self._embedded:
+            return False
+        generation = self.generation()
+        if not force and self._system is not None:
+            if _SEEN.get(self._system, {}).get(self.name) == generation:
+                return False
+            if not write and time.monotonic() - self._reloaded_at < READ_RELOAD_INTERVAL:
+                return False
+        self._call("reload the embedded store", lambda: self._reload(generation, force))
+        return True
+
+    def _reload(self, generation: str, force: bool) -> None:
+        import chromadb
+        from chromadb.api.shared_system_client import SharedSystemClient
+
+        with _RELOAD_LOCK:
+            ident = self.client._identifier
+            current = SharedSystemClient._identifier_to_system.get(ident)
+            reusable = (
+                not force
+                and current is not None
+                and current is not self._system
+                and _SEEN.get(current, {}).get(self.name) == generation
+            )
+            if not reusable:  # drop the cached system: the next client loads from disk
+                SharedSystemClient._identifier_to_system.pop(ident, None)
+                SharedSystemClient._identifier_to_refcount.pop(ident, None)
+            settings = self.client.get_settings()
+            client: Any = chromadb.PersistentClient(
+                path=settings.persist_directory,
+                settings=settings,
+                tenant=self.client.tenant,
+                database=self.client.database,
+            )
+            self.client = client
+            self._system = client._system
+            self.collection = self._open(self.embedder, create=False)
+            _SEEN.setdefault(self._system, {})[self.name] = generation
+            self._reloaded_at = time.monotonic()
 
     def _open(self, embedder: Embedder | None, create: bool) -> Any:
         from chromadb.errors import NotFoundError
@@ -170,6 +246,8 @@ class DenseStore:
             self.collection.modify(metadata=meta)
 
         self._call("update the collection generation", write)
+        if self._system is not None:  # our own write: our view reflects it
+            _SEEN.setdefault(self._system, {})[self.name] = token
         return token
 
     # -- writes -----------------------------------------------------------------------
@@ -208,6 +286,7 @@ class DenseStore:
         """Nearest chunks to ``embedding`` as ``(chunk id, cosine similarity)``."""
         if n <= 0:
             return []
+        self.ensure_fresh()
         result = self._call(
             "search",
             lambda: self.collection.query(
@@ -280,13 +359,25 @@ class DocumentTable:
 
     def __init__(self, dense: DenseStore) -> None:
         self._dense = dense
-        name = dense.name[: 512 - len(self.SUFFIX)] + self.SUFFIX
-        self.collection = dense._call(
-            "open the document table",
-            lambda: dense.client.get_or_create_collection(
-                name, embedding_function=None, configuration={"hnsw": {"space": "cosine"}}
-            ),
-        )
+        self.name = dense.name[: 512 - len(self.SUFFIX)] + self.SUFFIX
+        self._client: Any = None
+        self._collection: Any = None
+        _ = self.collection
+
+    @property
+    def collection(self) -> Any:
+        """The companion collection, through the dense store's current client (which
+        changes when an embedded store reloads)."""
+        client = self._dense.client
+        if self._collection is None or self._client is not client:
+            self._collection = self._dense._call(
+                "open the document table",
+                lambda: client.get_or_create_collection(
+                    self.name, embedding_function=None, configuration={"hnsw": {"space": "cosine"}}
+                ),
+            )
+            self._client = client
+        return self._collection
 
     def upsert(
         self, ids: Sequence[str], texts: Sequence[str], metadatas: Sequence[Mapping[str, Any]]
@@ -380,3 +471,35 @@ def _bound_http_timeout(client: Any, timeout: float | None) -> float | None:
         return None
     session.timeout = httpx.Timeout(timeout)
     return timeout
+
+
+def _is_embedded(client: Any) -> bool:
+    """A persistent local client (``chromadb.PersistentClient``)?"""
+    try:
+        settings = client.get_settings()
+    except Exception:
+        return False
+    return (
+        bool(getattr(settings, "is_persistent", False))
+        and bool(getattr(settings, "persist_directory", None))
+        and getattr(client, "_identifier", None) is not None
+    )
+
+
+def _system_of(client: Any) -> Any:
+    try:
+        return client._system
+    except Exception:
+        return None
+
+
+def _created_for(client: Any, system: Any) -> bool:
+    """Was ``system`` created for ``client`` (the only client of it so far)?"""
+    if system in _SEEN:
+        return False
+    try:
+        from chromadb.api.shared_system_client import SharedSystemClient
+
+        return SharedSystemClient._identifier_to_refcount.get(client._identifier) == 1
+    except Exception:
+        return False

@@ -140,7 +140,8 @@ class RemyMemoryRetriever(BaseRetriever):
                 f"got {type(store).__name__}"
             )
             raise InvalidInputError(msg)
-        super().__init__(store=store, **kwargs)
+        kwargs["store"] = store
+        super().__init__(**kwargs)
 
     def search_options(self, overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """The options one search runs with: the fields, updated with ``overrides``."""

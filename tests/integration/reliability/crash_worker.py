@@ -57,9 +57,7 @@ def run(seed: int, store: str, acks: str) -> None:
         os.write(fd, (line + "\n").encode())
 
     rng = random.Random(seed)
-    r = Retriever(
-        store, collection=COLLECTION, embedder=TokenHashEmbedder(), max_tokens=MAX_TOKENS
-    )
+    r = Retriever(store, collection=COLLECTION, embedder=TokenHashEmbedder(), max_tokens=MAX_TOKENS)
     log("READY")
     alive: list[str] = [doc for doc, n in _existing(r).items() if n >= 0]
     next_id = 0

@@ -24,7 +24,7 @@ MODES = ("semantic", "lexical", "hybrid")
 class TokenHashEmbedder:
     """A deterministic, cheap stand-in for a model: each lowercase word maps to a fixed
     random unit vector (seeded by its blake2b hash, so every process agrees), a text to
-    the normalised sum of its words' vectors. Texts sharing rare words are close, so
+    the normalised sum of its distinct words' vectors. Texts sharing words are close, so
     semantic search finds a document by a word unique to it. Builds with no arguments,
     so a collection made with it reopens without ``embedder=``."""
 
@@ -48,7 +48,7 @@ class TokenHashEmbedder:
         return vector
 
     def _embed(self, text: str) -> np.ndarray:
-        words = _TOKEN.findall(text.lower())
+        words = list(dict.fromkeys(_TOKEN.findall(text.lower())))
         if not words:
             out = np.zeros(self.dim, dtype=np.float32)
             out[0] = 1.0
@@ -110,6 +110,19 @@ def check_indexes_agree(r: Retriever) -> None:
         f"only lexical {sorted(lexical - dense)[:5]}"
     )
     assert not r.lexical.state.get("dirty"), r.lexical.state
+
+
+def check_vectors_complete(r: Retriever) -> None:
+    """Every chunk in Chroma is in its vector index too (a stale embedded view that
+    persisted over another process's writes loses vectors while counts look fine)."""
+    ids = set(dense_records(r))
+    if not ids:
+        return
+    probe = np.ones(r.embedder.embed_query("probe").shape, dtype=np.float32)
+    found = {cid for cid, _ in r.dense.query(probe, len(ids), None)}
+    assert found == ids, (
+        f"{len(ids - found)} chunks lost from the vector index: {sorted(ids - found)[:5]}"
+    )
 
 
 def doc_ids(hits: Iterable[Any]) -> list[str]:

@@ -26,6 +26,7 @@ from remy_reliability_support import (
     MODES,
     TokenHashEmbedder,
     check_indexes_agree,
+    check_vectors_complete,
     check_whole_documents,
     dense_records,
     doc_ids,
@@ -162,11 +163,10 @@ def _verify(store: Path, model: Model) -> None:
     r = Retriever(store, collection=COLLECTION, embedder=TokenHashEmbedder(), max_tokens=MAX_TOKENS)
     try:
         check_indexes_agree(r)
+        check_vectors_complete(r)
         assert r.doctor().ok, r.doctor()
         chunks = check_whole_documents(r)
-        versions = {
-            str(m["remy_doc_id"]): int(m["version"]) for m in dense_records(r).values()
-        }
+        versions = {str(m["remy_doc_id"]): int(m["version"]) for m in dense_records(r).values()}
         for doc, (op, version) in model.acked.items():
             pending = model.pending.get(doc, [])
             if op == "DEL":

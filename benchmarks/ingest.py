@@ -1,0 +1,205 @@
+"""Ingest overhead: end-to-end ``Retriever.add`` vs raw ``SentenceTransformer.encode`` of the
+very same chunk texts, in the same run, and the cost of re-ingesting an unchanged corpus.
+
+    python -m benchmarks.ingest --dataset ../shared/data/beir/scifact --max-docs 1000
+
+The chunk texts are computed first with the library's own chunker (same model tokenizer,
+same 256-token budget) and checked against what ``add`` actually embeds. Raw encoding and
+``add`` alternate (``--reps`` times each, fresh store every time) so that background load
+hits both alike; medians are reported. Both use the same loaded model, batch size 32,
+normalised float32 output.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from benchmarks import common
+
+
+class _Recording:
+    """Wraps the real embedder: records the texts it embeds and the time it takes."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.model_id = inner.model_id
+        self.max_tokens = inner.max_tokens
+        self.count_tokens = inner.count_tokens
+        self.texts: list[str] = []
+        self.seconds = 0.0
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        t0 = time.perf_counter()
+        out = self.inner.embed_documents(texts)
+        self.seconds += time.perf_counter() - t0
+        self.texts += list(texts)
+        return out
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self.inner.embed_query(text)
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    from remy_retriever import Retriever, SentenceTransformerEmbedder
+    from remy_retriever.chunking import chunk_text
+    from remy_retriever.evaluation import load_beir
+
+    ds = load_beir(args.dataset)
+    docs = ds.documents()
+    if args.max_docs:
+        docs = docs[: args.max_docs]
+    embedder = SentenceTransformerEmbedder()
+    model = embedder.model
+    texts = [
+        c.display_text
+        for d in docs
+        for c in chunk_text(d.id, d.text, title=d.title, max_tokens=embedder.max_tokens,
+                            count_tokens=embedder.count_tokens)  # fmt: skip
+    ]
+    model.encode(texts[:64], batch_size=32, normalize_embeddings=True)  # warm-up
+
+    def raw() -> float:
+        t0 = time.perf_counter()
+        model.encode(texts, batch_size=embedder.batch_size, normalize_embeddings=True,
+                     convert_to_numpy=True, show_progress_bar=False)  # fmt: skip
+        return time.perf_counter() - t0
+
+    raw_s: list[float] = []
+    add_s: list[float] = []
+    embed_in_add_s: list[float] = []
+    reingest_s: list[float] = []
+    identical = True
+    tmp = Path(tempfile.mkdtemp(prefix="remy-bench-ingest-"))
+    try:
+        for rep in range(args.reps):
+            raw_s.append(raw())
+            print(f"[ingest] rep {rep + 1}: raw encode {raw_s[-1]:.1f} s", flush=True)
+            rec = _Recording(embedder)
+            store = tmp / f"rep{rep}"
+            r = Retriever(store, collection="ingest", embedder=rec, progress=False)
+            t0 = time.perf_counter()
+            report = r.add(docs, progress=False)
+            add_s.append(time.perf_counter() - t0)
+            embed_in_add_s.append(rec.seconds)
+            identical = identical and sorted(rec.texts) == sorted(texts)
+            t0 = time.perf_counter()
+            again = r.add(docs, progress=False)
+            reingest_s.append(time.perf_counter() - t0)
+            assert not again.added and not again.updated, "re-ingest re-embedded documents"
+            print(f"[ingest] rep {rep + 1}: add {add_s[-1]:.1f} s (embedding {rec.seconds:.1f} s), "
+                  f"re-add {reingest_s[-1]:.2f} s", flush=True)  # fmt: skip
+            r.close()
+            shutil.rmtree(store, ignore_errors=True)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    raw_med = statistics.median(raw_s)
+    add_med = statistics.median(add_s)
+    # Per-rep ratios (raw and add of one rep run back to back) are less load-sensitive.
+    ratios = [a / r for a, r in zip(add_s, raw_s)]
+    return {
+        "documents": len(docs),
+        "chunks": len(texts),
+        "chunks_written": report.chunks_written,
+        "texts_identical": identical,
+        "reps": args.reps,
+        "raw_encode_s": [round(x, 2) for x in raw_s],
+        "add_s": [round(x, 2) for x in add_s],
+        "embedding_inside_add_s": [round(x, 2) for x in embed_in_add_s],
+        "reingest_s": [round(x, 3) for x in reingest_s],
+        "raw_encode_median_s": round(raw_med, 2),
+        "add_median_s": round(add_med, 2),
+        "raw_chunks_per_s": round(len(texts) / raw_med, 1),
+        "add_chunks_per_s": round(len(texts) / add_med, 1),
+        "overhead_pct_of_medians": round(100 * (add_med / raw_med - 1), 1),
+        "overhead_pct_per_rep": [round(100 * (x - 1), 1) for x in ratios],
+        "overhead_pct_median_of_reps": round(100 * (statistics.median(ratios) - 1), 1),
+        "non_embedding_in_add_s": [round(a - e, 2) for a, e in zip(add_s, embed_in_add_s)],
+        "reingest_pct_of_first": round(100 * statistics.median(reingest_s) / add_med, 2),
+        "peak_rss_mib": common.peak_rss_mib(),
+    }
+
+
+def _markdown(data: dict[str, Any]) -> str:
+    r = data["result"]
+    parts = [common.header_md("Ingest: Retriever.add vs raw SentenceTransformer.encode", data)]
+    parts.append(
+        f"{r['documents']:,} documents of {data['dataset']} -> {r['chunks']:,} chunks "
+        f"(identical texts embedded: {r['texts_identical']}); {r['reps']} alternating reps, "
+        "fresh store each time.\n"
+    )
+    parts.append(common.md_table(
+        ["measure", "value", "target", "met"],
+        [
+            ["raw encode, median s", r["raw_encode_median_s"], None, None],
+            ["Retriever.add, median s", r["add_median_s"], None, None],
+            ["raw encode chunks/s", r["raw_chunks_per_s"], None, None],
+            ["Retriever.add chunks/s", r["add_chunks_per_s"], None, None],
+            ["add overhead vs raw encode, % (median of per-rep ratios)",
+             r["overhead_pct_median_of_reps"], "<= 10 %",
+             "yes" if r["overhead_pct_median_of_reps"] <= 10 else "NO"],
+            ["non-embedding time inside add, s (per rep)",
+             ", ".join(map(str, r["non_embedding_in_add_s"])), None, None],
+            ["re-ingest unchanged corpus, % of first add", r["reingest_pct_of_first"], "< 5 %",
+             "yes" if r["reingest_pct_of_first"] < 5 else "NO"],
+            ["peak RSS MiB", r["peak_rss_mib"], None, None],
+        ],
+    ))  # fmt: skip
+    return "\n".join(parts)
+
+
+def _plot(data: dict[str, Any], path: Path) -> None:
+    plt = common.plt()
+    r = data["result"]
+    fig, ax = plt.subplots(figsize=(7, 4))
+    reps = range(1, r["reps"] + 1)
+    width = 0.25
+    xs = np.arange(r["reps"])
+    ax.bar(xs - width, r["raw_encode_s"], width, label="raw encode")
+    ax.bar(xs, r["add_s"], width, label="Retriever.add")
+    ax.bar(xs + width, r["reingest_s"], width, label="re-add unchanged")
+    ax.set_xticks(xs)
+    ax.set_xticklabels([f"rep {i}" for i in reps])
+    ax.set_ylabel("seconds")
+    ax.set_title(f"Ingest {r['chunks']:,} chunks: overhead {r['overhead_pct_median_of_reps']:+.1f}%, "
+                 f"re-ingest {r['reingest_pct_of_first']:.2f}%", fontsize=10)  # fmt: skip
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--dataset", required=True, help="BEIR folder")
+    p.add_argument("--max-docs", type=int, default=None, help="first N documents only")
+    p.add_argument("--reps", type=int, default=2)
+    p.add_argument("--out", type=Path, default=common.RESULTS_DIR)
+    p.add_argument("--name", default="ingest")
+    args = p.parse_args(argv)
+    info = common.machine()
+    data: dict[str, Any] = {
+        "benchmark": "ingest",
+        "command": common.command_line(),
+        "dataset": Path(args.dataset).resolve().name,
+        "max_docs": args.max_docs,
+        "versions": common.versions(),
+    }
+    data["result"] = run(args)
+    data["machine"] = common.finish_machine(info)
+    common.write_results(args.out, args.name, data, _markdown(data))
+    _plot(data, args.out / f"{args.name}.png")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,164 @@
+"""Smoke run of every benchmark entry point at tiny sizes (the real benchmarks are not run
+in CI). Outputs go to a temporary folder, never to benchmarks/results. Peer systems
+(LangChain, LlamaIndex, bm25s, rank_bm25) are left out: their packages are only in
+benchmarks/requirements.txt, not in the library's dependencies."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
+
+TOPICS = [
+    "solar panels convert sunlight into electricity",
+    "protein folding determines enzyme structure",
+    "river floods damage farmland and houses",
+    "stock markets react to interest rates",
+    "neural networks learn by gradient descent",
+    "the roman empire built roads and aqueducts",
+]
+
+
+@pytest.fixture(scope="module")
+def beir_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny BEIR folder: 36 documents on 6 topics, one query per topic."""
+    root = tmp_path_factory.mktemp("tinybeir")
+    (root / "qrels").mkdir()
+    with (root / "corpus.jsonl").open("w") as fh:
+        for i in range(36):
+            topic = TOPICS[i % len(TOPICS)]
+            text = f"Document {i}. {topic}. " + " ".join(
+                f"{topic.split()[j % 3]} note {i} part {j}." for j in range(12)
+            )
+            fh.write(json.dumps({"_id": f"d{i}", "title": f"Doc {i}", "text": text}) + "\n")
+    with (root / "queries.jsonl").open("w") as fh:
+        for q, topic in enumerate(TOPICS):
+            fh.write(json.dumps({"_id": f"q{q}", "text": " ".join(topic.split()[:3])}) + "\n")
+    with (root / "qrels" / "test.tsv").open("w") as fh:
+        fh.write("query-id\tcorpus-id\tscore\n")
+        for q in range(len(TOPICS)):
+            for i in range(q, 36, len(TOPICS)):
+                fh.write(f"q{q}\td{i}\t1\n")
+    return root
+
+
+def _run(module: str, *args: str) -> None:
+    env = {
+        **os.environ,
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "ANONYMIZED_TELEMETRY": "False",
+        "TOKENIZERS_PARALLELISM": "false",
+        "PYTHONPATH": str(ROOT),
+    }
+    proc = subprocess.run(
+        [sys.executable, "-m", module, *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=850,
+    )
+    assert proc.returncode == 0, f"{module} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+
+
+def _outputs(out: Path, name: str) -> dict[str, Any]:
+    for suffix in (".json", ".md", ".png"):
+        path = out / f"{name}{suffix}"
+        assert path.is_file() and path.stat().st_size > 0, f"missing {path}"
+    data: dict[str, Any] = json.loads((out / f"{name}.json").read_text())
+    machine = data["machine"]
+    assert machine["cores"] >= 1 and machine["memory_gib"] > 0
+    assert machine["load_average_start"] and machine["load_average_end"]
+    assert data["versions"]["remy-retriever"]
+    assert "|" in (out / f"{name}.md").read_text()
+    return data
+
+
+def test_quality_smoke(tmp_path: Path, beir_dir: Path) -> None:
+    out = tmp_path / "results"
+    _run(
+        "benchmarks.quality",
+        "--dataset", str(beir_dir),
+        "--systems", "ours",
+        "--no-sweep",
+        "--eval-cache", str(tmp_path / "eval"),
+        "--cache", str(tmp_path / "cache"),
+        "--out", str(out),
+    )  # fmt: skip
+    data = _outputs(out, "quality")
+    ours = data["datasets"][0]["systems"]["ours"]
+    assert ours["chunks_identical"] is True
+    for mode in ("lexical", "semantic", "hybrid", "hybrid-convex"):
+        m = ours["modes"][mode]
+        assert 0.0 <= m["nDCG@10"] <= 1.0 and 0.0 <= m["R@100"] <= 1.0
+        assert m["p50_ms"] > 0 and m["p95_ms"] >= m["p50_ms"]
+    assert ours["modes"]["hybrid"]["nDCG@10"] > 0.5  # the topics are easy to find
+    assert ours["peak_rss_mib"] > 0 and ours["build_s"] > 0
+
+
+def test_scale_smoke(tmp_path: Path) -> None:
+    out = tmp_path / "results"
+    _run(
+        "benchmarks.scale",
+        "--sizes", "1000",
+        "--queries", "20",
+        "--peers",
+        "--probe-min", "1000",
+        "--cache", str(tmp_path / "cache"),
+        "--out", str(out),
+    )  # fmt: skip
+    data = _outputs(out, "scale")
+    size = data["sizes"][0]
+    assert "error" not in size, size
+    ingest = size["ours_ingest"]
+    assert ingest["ingested"] == 1000 and ingest["chunks_per_s"] > 0
+    assert ingest["dense_chunks_per_s"] > 0 and ingest["lexical_chunks_per_s"] > 0
+    for mode in ("lexical", "semantic", "hybrid"):
+        for key in (f"ours/{mode}", f"ours/{mode}+where"):
+            assert size["latency"][key]["n"] == 20 and size["latency"][key]["p50_ms"] > 0
+    probe = size["ours_add_delete_1000"]
+    assert probe["add_visible_s"] is not None and probe["delete_visible_s"] is not None
+    assert probe["count_after"] == 1000
+    assert size["ours_disk_mib"]["chroma"] > 0 and size["ours_peak_rss_mib"] > 0
+
+
+def test_ingest_smoke(tmp_path: Path, beir_dir: Path) -> None:
+    out = tmp_path / "results"
+    _run(
+        "benchmarks.ingest",
+        "--dataset", str(beir_dir),
+        "--max-docs", "24",
+        "--reps", "1",
+        "--out", str(out),
+    )  # fmt: skip
+    r = _outputs(out, "ingest")["result"]
+    assert r["documents"] == 24 and r["chunks"] >= 24
+    assert r["texts_identical"] is True
+    assert r["raw_encode_median_s"] > 0 and r["add_median_s"] > 0
+    assert 0 <= r["reingest_pct_of_first"] < 100
+
+
+def test_rerank_smoke(tmp_path: Path, beir_dir: Path) -> None:
+    out = tmp_path / "results"
+    _run(
+        "benchmarks.rerank",
+        "--dataset", str(beir_dir),
+        "--depths", "5", "10",
+        "--queries", "3",
+        "--cache", str(tmp_path / "cache"),
+        "--out", str(out),
+    )  # fmt: skip
+    r = _outputs(out, "rerank")["result"]
+    assert r["seeded_untrained_head"] is True
+    for depth in ("5", "10"):
+        assert r["depths"][depth]["n"] == 3 and r["depths"][depth]["pairs_per_s"] > 0
