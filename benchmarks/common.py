@@ -7,6 +7,7 @@ few documented hooks (``Retriever.dense`` / ``Retriever.lexical``).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import platform
@@ -136,10 +137,8 @@ def dir_size_mib(path: str | os.PathLike[str]) -> float:
     total = 0
     for root, _, files in os.walk(path):
         for name in files:
-            try:
+            with contextlib.suppress(OSError):
                 total += os.path.getsize(os.path.join(root, name))
-            except OSError:
-                pass
     return round(total / 2**20, 1)
 
 
@@ -194,9 +193,7 @@ def run_worker(module: str, args: Sequence[str], *, timeout: float | None = None
         out_path = fh.name
     cmd = [sys.executable, "-m", module, *args, "--worker-out", out_path]
     env = {**os.environ, **WORKER_ENV}
-    env["PYTHONPATH"] = os.pathsep.join(
-        p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p
-    )
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
     started = time.perf_counter()
     try:
         # stdout (progress) passes through; stderr is kept for the error report.
@@ -263,9 +260,11 @@ class VectorTable:
     def lookup_many(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.vectors.shape[1]), dtype=np.float32)
-        return self.vectors[[self.index[t] for t in texts]] if all(
-            t in self.index for t in texts
-        ) else np.stack([self.lookup(t) for t in texts])
+        return (
+            self.vectors[[self.index[t] for t in texts]]
+            if all(t in self.index for t in texts)
+            else np.stack([self.lookup(t) for t in texts])
+        )
 
 
 class CachedEmbedder:
@@ -302,7 +301,9 @@ class CachedEmbedder:
         assert self._tok is not None
         return [
             len(e.ids)
-            for e in self._tok.encode_batch_fast([sanitize(t) for t in texts], add_special_tokens=True)
+            for e in self._tok.encode_batch_fast(
+                [sanitize(t) for t in texts], add_special_tokens=True
+            )
         ]
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
@@ -361,9 +362,7 @@ def md_table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
 
 def write_results(out_dir: Path, name: str, data: Mapping[str, Any], markdown: str) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / f"{name}.json").write_text(
-        json.dumps(data, indent=2, default=_json_default) + "\n"
-    )
+    (out_dir / f"{name}.json").write_text(json.dumps(data, indent=2, default=_json_default) + "\n")
     (out_dir / f"{name}.md").write_text(markdown.rstrip() + "\n")
     print(f"wrote {out_dir / (name + '.json')} and {out_dir / (name + '.md')}")
 
@@ -396,7 +395,9 @@ def has_module(*names: str) -> bool:
 
 
 def command_line() -> str:
-    return "python -m " + " ".join(
-        [Path(sys.argv[0]).with_suffix("").relative_to(ROOT).as_posix().replace("/", ".")]
-        + sys.argv[1:]
-    ) if Path(sys.argv[0]).resolve().is_relative_to(ROOT) else " ".join(sys.argv)
+    """The command that produced a result, as ``python -m benchmarks.<name> ...``."""
+    script = Path(sys.argv[0]).resolve()
+    if not script.is_relative_to(ROOT):
+        return " ".join(sys.argv)
+    module = script.with_suffix("").relative_to(ROOT).as_posix().replace("/", ".")
+    return " ".join(["python", "-m", module, *sys.argv[1:]])

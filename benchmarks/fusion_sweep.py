@@ -26,12 +26,15 @@ def main() -> None:
     parser.add_argument("beir_dir")
     parser.add_argument("--cache", default="benchmarks/.cache/eval")
     parser.add_argument("--candidates", type=int, default=100)
+    parser.add_argument("--split", default="test", help="qrels split to score (e.g. train)")
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
-    dataset = load_beir(args.beir_dir)
+    dataset = load_beir(args.beir_dir, split=args.split)
     store = Path(args.cache) / f"{dataset.name}-{dataset.fingerprint}"
     if not store.exists():
-        sys.exit(f"no cached index at {store}; run `remy eval {args.beir_dir} --cache {args.cache}`")
+        sys.exit(
+            f"no cached index at {store}; run `remy eval {args.beir_dir} --cache {args.cache}`"
+        )
     r = Retriever(store, collection="beir")
     branches = {}
     for qid, text in dataset.queries.items():
@@ -66,7 +69,8 @@ def main() -> None:
     for name, (ndcg, rec) in best:
         print(f"{name:<28} nDCG@10={ndcg:.4f}  R@100={rec:.4f}")
     if args.out:
-        Path(args.out).write_text(json.dumps({"dataset": dataset.name, "rows": rows}, indent=2))
+        out = {"dataset": dataset.name, "split": args.split, "candidates": args.candidates}
+        Path(args.out).write_text(json.dumps({**out, "rows": rows}, indent=2))
 
 
 if __name__ == "__main__":

@@ -63,15 +63,25 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     texts = [
         c.display_text
         for d in docs
-        for c in chunk_text(d.id, d.text, title=d.title, max_tokens=embedder.max_tokens,
-                            count_tokens=embedder.count_tokens)  # fmt: skip
+        for c in chunk_text(
+            d.id,
+            d.text,
+            title=d.title,
+            max_tokens=embedder.max_tokens,
+            count_tokens=embedder.count_tokens,
+        )
     ]
     model.encode(texts[:64], batch_size=32, normalize_embeddings=True)  # warm-up
 
     def raw() -> float:
         t0 = time.perf_counter()
-        model.encode(texts, batch_size=embedder.batch_size, normalize_embeddings=True,
-                     convert_to_numpy=True, show_progress_bar=False)  # fmt: skip
+        model.encode(
+            texts,
+            batch_size=embedder.batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
         return time.perf_counter() - t0
 
     raw_s: list[float] = []
@@ -96,8 +106,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             again = r.add(docs, progress=False)
             reingest_s.append(time.perf_counter() - t0)
             assert not again.added and not again.updated, "re-ingest re-embedded documents"
-            print(f"[ingest] rep {rep + 1}: add {add_s[-1]:.1f} s (embedding {rec.seconds:.1f} s), "
-                  f"re-add {reingest_s[-1]:.2f} s", flush=True)  # fmt: skip
+            print(
+                f"[ingest] rep {rep + 1}: add {add_s[-1]:.1f} s (embedding {rec.seconds:.1f} s), "
+                f"re-add {reingest_s[-1]:.2f} s",
+                flush=True,
+            )
             r.close()
             shutil.rmtree(store, ignore_errors=True)
     finally:
@@ -106,7 +119,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     add_med = statistics.median(add_s)
     # Per-rep ratios (raw and add of one rep run back to back) are less load-sensitive.
     ratios = [a / r for a, r in zip(add_s, raw_s)]
+    import torch
+
     return {
+        "torch_threads": torch.get_num_threads(),
         "documents": len(docs),
         "chunks": len(texts),
         "chunks_written": report.chunks_written,
@@ -137,23 +153,36 @@ def _markdown(data: dict[str, Any]) -> str:
         f"(identical texts embedded: {r['texts_identical']}); {r['reps']} alternating reps, "
         "fresh store each time.\n"
     )
-    parts.append(common.md_table(
-        ["measure", "value", "target", "met"],
-        [
-            ["raw encode, median s", r["raw_encode_median_s"], None, None],
-            ["Retriever.add, median s", r["add_median_s"], None, None],
-            ["raw encode chunks/s", r["raw_chunks_per_s"], None, None],
-            ["Retriever.add chunks/s", r["add_chunks_per_s"], None, None],
-            ["add overhead vs raw encode, % (median of per-rep ratios)",
-             r["overhead_pct_median_of_reps"], "<= 10 %",
-             "yes" if r["overhead_pct_median_of_reps"] <= 10 else "NO"],
-            ["non-embedding time inside add, s (per rep)",
-             ", ".join(map(str, r["non_embedding_in_add_s"])), None, None],
-            ["re-ingest unchanged corpus, % of first add", r["reingest_pct_of_first"], "< 5 %",
-             "yes" if r["reingest_pct_of_first"] < 5 else "NO"],
-            ["peak RSS MiB", r["peak_rss_mib"], None, None],
-        ],
-    ))  # fmt: skip
+    parts.append(
+        common.md_table(
+            ["measure", "value", "target", "met"],
+            [
+                ["raw encode, median s", r["raw_encode_median_s"], None, None],
+                ["Retriever.add, median s", r["add_median_s"], None, None],
+                ["raw encode chunks/s", r["raw_chunks_per_s"], None, None],
+                ["Retriever.add chunks/s", r["add_chunks_per_s"], None, None],
+                [
+                    "add overhead vs raw encode, % (median of per-rep ratios)",
+                    r["overhead_pct_median_of_reps"],
+                    "<= 10 %",
+                    "yes" if r["overhead_pct_median_of_reps"] <= 10 else "NO",
+                ],
+                [
+                    "non-embedding time inside add, s (per rep)",
+                    ", ".join(map(str, r["non_embedding_in_add_s"])),
+                    None,
+                    None,
+                ],
+                [
+                    "re-ingest unchanged corpus, % of first add",
+                    r["reingest_pct_of_first"],
+                    "< 5 %",
+                    "yes" if r["reingest_pct_of_first"] < 5 else "NO",
+                ],
+                ["peak RSS MiB", r["peak_rss_mib"], None, None],
+            ],
+        )
+    )
     return "\n".join(parts)
 
 
@@ -170,8 +199,11 @@ def _plot(data: dict[str, Any], path: Path) -> None:
     ax.set_xticks(xs)
     ax.set_xticklabels([f"rep {i}" for i in reps])
     ax.set_ylabel("seconds")
-    ax.set_title(f"Ingest {r['chunks']:,} chunks: overhead {r['overhead_pct_median_of_reps']:+.1f}%, "
-                 f"re-ingest {r['reingest_pct_of_first']:.2f}%", fontsize=10)  # fmt: skip
+    ax.set_title(
+        f"Ingest {r['chunks']:,} chunks: overhead {r['overhead_pct_median_of_reps']:+.1f}%, "
+        f"re-ingest {r['reingest_pct_of_first']:.2f}%",
+        fontsize=10,
+    )
     ax.legend()
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -183,9 +215,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--dataset", required=True, help="BEIR folder")
     p.add_argument("--max-docs", type=int, default=None, help="first N documents only")
     p.add_argument("--reps", type=int, default=2)
+    p.add_argument(
+        "--threads", type=int, default=None, help="torch.set_num_threads (default: torch's)"
+    )
     p.add_argument("--out", type=Path, default=common.RESULTS_DIR)
     p.add_argument("--name", default="ingest")
     args = p.parse_args(argv)
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)
     info = common.machine()
     data: dict[str, Any] = {
         "benchmark": "ingest",

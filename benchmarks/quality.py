@@ -51,8 +51,13 @@ SYSTEMS: dict[str, tuple[str, tuple[str, ...]]] = {
         ("llama_index.core", "llama_index.retrievers.bm25", "llama_index.vector_stores.chroma"),
     ),
 }
-DEFAULT_SYSTEMS = ("ours", "ours-e2e", "langchain-ensemble", "langchain-ensemble-default",
-                   "llamaindex-fusion")  # fmt: skip
+DEFAULT_SYSTEMS = (
+    "ours",
+    "ours-e2e",
+    "langchain-ensemble",
+    "langchain-ensemble-default",
+    "llamaindex-fusion",
+)
 
 #: nDCG@10 our team measured earlier (SciFact, CISI) for reference in the report.
 TEAM_REFERENCE = {
@@ -203,11 +208,15 @@ def _check_chunks(r: Any, chunks: dict[str, Any]) -> bool:
     return ids == set(chunks["ids"])
 
 
-def _ours(args: argparse.Namespace, ds: Any, chunks: Any, docs: Any, queries: Any,
-          tmp: Path) -> dict[str, Any]:  # fmt: skip
+def _ours(
+    args: argparse.Namespace, ds: Any, chunks: Any, docs: Any, queries: Any, tmp: Path
+) -> dict[str, Any]:
     embedder = common.CachedEmbedder(docs, queries)
     r, build_s = _build_ours(ds, tmp, embedder)
-    out: dict[str, Any] = {"build_s": round(build_s, 3), "chunks_identical": _check_chunks(r, chunks)}
+    out: dict[str, Any] = {
+        "build_s": round(build_s, 3),
+        "chunks_identical": _check_chunks(r, chunks),
+    }
     modes: dict[str, Any] = {}
     for mode in ("lexical", "semantic", "hybrid"):
 
@@ -223,8 +232,9 @@ def _ours(args: argparse.Namespace, ds: Any, chunks: Any, docs: Any, queries: An
     for alpha in ALPHAS if not args.no_sweep else ():
 
         def convex(q: str, alpha: float = alpha) -> list[tuple[str, float]]:
-            return r.rank(q, mode="hybrid", candidates=args.candidates, fusion="convex",
-                          alpha=alpha)  # fmt: skip
+            return r.rank(
+                q, mode="hybrid", candidates=args.candidates, fusion="convex", alpha=alpha
+            )
 
         res = _evaluate(ds, convex)
         sweep[str(alpha)] = {"nDCG@10": res["nDCG@10"], "R@100": res["R@100"]}
@@ -233,24 +243,34 @@ def _ours(args: argparse.Namespace, ds: Any, chunks: Any, docs: Any, queries: An
     return out
 
 
-def _ours_e2e(args: argparse.Namespace, ds: Any, chunks: Any, docs: Any, queries: Any,
-              tmp: Path) -> dict[str, Any]:  # fmt: skip
+def _ours_e2e(
+    args: argparse.Namespace, ds: Any, chunks: Any, docs: Any, queries: Any, tmp: Path
+) -> dict[str, Any]:
+    import torch
+
     from remy_retriever import SentenceTransformerEmbedder
 
+    if args.e2e_threads:
+        torch.set_num_threads(args.e2e_threads)
     real = SentenceTransformerEmbedder()
     real.embed_query("warm up the model")
     embedder = common.CachedEmbedder(docs, None, real_queries=real)
     r, build_s = _build_ours(ds, tmp, embedder)
     res = _evaluate(ds, lambda q: r.rank(q, mode="hybrid", candidates=args.candidates))
     # The query embedding alone, for the record.
-    _, lat = common.time_calls(real.embed_query, list(ds.queries.values()))
+    _, lat = common.time_calls(real.embed_query, list(ds.queries.values())[:50])
     r.close()
-    return {"build_s": round(build_s, 3), "modes": {"hybrid": res},
-            "query_embedding": common.summarize(lat)}  # fmt: skip
+    return {
+        "build_s": round(build_s, 3),
+        "modes": {"hybrid": res},
+        "torch_threads": torch.get_num_threads(),
+        "query_embedding": common.summarize(lat),
+    }
 
 
-def _ours_rerank(args: argparse.Namespace, ds: Any, chunks: Any, docs: Any, queries: Any,
-                 tmp: Path) -> dict[str, Any]:  # fmt: skip
+def _ours_rerank(
+    args: argparse.Namespace, ds: Any, chunks: Any, docs: Any, queries: Any, tmp: Path
+) -> dict[str, Any]:
     from remy_retriever import CrossEncoderReranker
 
     embedder = common.CachedEmbedder(docs, queries)
@@ -259,16 +279,25 @@ def _ours_rerank(args: argparse.Namespace, ds: Any, chunks: Any, docs: Any, quer
     depth = 30
 
     def rank(q: str) -> list[tuple[str, float]]:
-        hits = r.search(q, mode="hybrid", k=depth, candidates=args.candidates,
-                        rerank=reranker, rerank_depth=depth)  # fmt: skip
+        hits = r.search(
+            q,
+            mode="hybrid",
+            k=depth,
+            candidates=args.candidates,
+            rerank=reranker,
+            rerank_depth=depth,
+        )
         head = [(h.id, h.score) for h in hits]
         seen = {cid for cid, _ in head}
         return head + [x for x in r.rank(q, candidates=args.candidates) if x[0] not in seen]
 
     res = _evaluate(ds, rank)
     r.close()
-    return {"build_s": round(build_s, 3), "modes": {"hybrid+rerank": res},
-            "rerank_model": args.rerank_model}  # fmt: skip
+    return {
+        "build_s": round(build_s, 3),
+        "modes": {"hybrid+rerank": res},
+        "rerank_model": args.rerank_model,
+    }
 
 
 _WORD = re.compile(r"(?u)\b\w\w+\b")
@@ -302,15 +331,18 @@ def langchain_embeddings(docs: Any, queries: Any) -> Any:
     return CachedEmbeddings()
 
 
-def _langchain(args: argparse.Namespace, ds: Any, chunks: Any, docs: Any, queries: Any,
-               tmp: Path) -> dict[str, Any]:  # fmt: skip
+def _langchain(
+    args: argparse.Namespace, ds: Any, chunks: Any, docs: Any, queries: Any, tmp: Path
+) -> dict[str, Any]:
     from langchain_chroma import Chroma
     from langchain_classic.retrievers import EnsembleRetriever
     from langchain_community.retrievers import BM25Retriever
     from langchain_core.documents import Document
 
-    lc_docs = [Document(page_content=t, metadata={"chunk_id": c})
-               for c, t in zip(chunks["ids"], chunks["texts"])]  # fmt: skip
+    lc_docs = [
+        Document(page_content=t, metadata={"chunk_id": c})
+        for c, t in zip(chunks["ids"], chunks["texts"])
+    ]
     kwargs: dict[str, Any] = {}
     if args.worker == "langchain-ensemble":
         kwargs["preprocess_func"] = analyzed_preprocess()
@@ -359,8 +391,9 @@ def llamaindex_embedding(docs: Any, queries: Any) -> Any:
     return CachedEmbedding(docs, queries)
 
 
-def _llamaindex(args: argparse.Namespace, ds: Any, chunks: Any, docs: Any, queries: Any,
-                tmp: Path) -> dict[str, Any]:  # fmt: skip
+def _llamaindex(
+    args: argparse.Namespace, ds: Any, chunks: Any, docs: Any, queries: Any, tmp: Path
+) -> dict[str, Any]:
     import chromadb
     from llama_index.core import Settings, StorageContext, VectorStoreIndex
     from llama_index.core.llms import MockLLM
@@ -379,7 +412,9 @@ def _llamaindex(args: argparse.Namespace, ds: Any, chunks: Any, docs: Any, queri
     started = time.perf_counter()
     client = chromadb.PersistentClient(path=str(tmp / "chroma"))
     collection = client.get_or_create_collection("bench")
-    storage = StorageContext.from_defaults(vector_store=ChromaVectorStore(chroma_collection=collection))
+    storage = StorageContext.from_defaults(
+        vector_store=ChromaVectorStore(chroma_collection=collection)
+    )
     index = VectorStoreIndex(nodes, storage_context=storage, embed_model=embed_model)
     bm25 = BM25Retriever.from_defaults(nodes=nodes, similarity_top_k=args.candidates)
     fusion = QueryFusionRetriever(
@@ -409,16 +444,18 @@ def _rows(dataset: dict[str, Any]) -> list[dict[str, Any]]:
             continue
         for mode, m in res["modes"].items():
             label = name if name not in ("ours",) else f"ours/{mode}"
-            rows.append({
-                "system": label,
-                "nDCG@10": m["nDCG@10"],
-                "R@100": m["R@100"],
-                "build_s": res.get("build_s"),
-                "p50_ms": m["p50_ms"],
-                "p95_ms": m["p95_ms"],
-                "peak_rss_mib": res.get("peak_rss_mib"),
-                "rss_delta_mib": round(res["peak_rss_mib"] - res["rss_after_load_mib"], 1),
-            })  # fmt: skip
+            rows.append(
+                {
+                    "system": label,
+                    "nDCG@10": m["nDCG@10"],
+                    "R@100": m["R@100"],
+                    "build_s": res.get("build_s"),
+                    "p50_ms": m["p50_ms"],
+                    "p95_ms": m["p95_ms"],
+                    "peak_rss_mib": res.get("peak_rss_mib"),
+                    "rss_delta_mib": round(res["peak_rss_mib"] - res["rss_after_load_mib"], 1),
+                }
+            )
     return rows
 
 
@@ -434,25 +471,55 @@ def _markdown(data: dict[str, Any]) -> str:
     for ds in data["datasets"]:
         parts.append(f"\n## {ds['dataset']} ({ds['queries']} queries, {ds['chunks']} chunks)\n")
         rows = _rows(ds)
-        headers = ["system", "nDCG@10", "R@100", "build s", "p50 ms", "p95 ms",
-                   "peak RSS MiB", "RSS delta MiB"]  # fmt: skip
-        parts.append(common.md_table(headers, [
-            [r["system"], r.get("nDCG@10"), r.get("R@100"), r.get("build_s"), r.get("p50_ms"),
-             r.get("p95_ms"), r.get("peak_rss_mib"), r.get("rss_delta_mib")]
-            if "error" not in r else [r["system"], "error: " + r["error"], *[None] * 6]
-            for r in rows
-        ]))  # fmt: skip
+        headers = [
+            "system",
+            "nDCG@10",
+            "R@100",
+            "build s",
+            "p50 ms",
+            "p95 ms",
+            "peak RSS MiB",
+            "RSS delta MiB",
+        ]
+        parts.append(
+            common.md_table(
+                headers,
+                [
+                    [
+                        r["system"],
+                        r.get("nDCG@10"),
+                        r.get("R@100"),
+                        r.get("build_s"),
+                        r.get("p50_ms"),
+                        r.get("p95_ms"),
+                        r.get("peak_rss_mib"),
+                        r.get("rss_delta_mib"),
+                    ]
+                    if "error" not in r
+                    else [r["system"], "error: " + r["error"], *[None] * 6]
+                    for r in rows
+                ],
+            )
+        )
         ours = ds["systems"].get("ours", {})
         sweep = ours.get("convex_alpha_sweep") or {}
         if sweep:
             parts.append("\nConvex fusion, alpha sweep (alpha = weight of the semantic branch):\n")
-            parts.append(common.md_table(
-                ["alpha", *sweep], [["nDCG@10", *[v["nDCG@10"] for v in sweep.values()]],
-                                    ["R@100", *[v["R@100"] for v in sweep.values()]]]))  # fmt: skip
+            parts.append(
+                common.md_table(
+                    ["alpha", *sweep],
+                    [
+                        ["nDCG@10", *[v["nDCG@10"] for v in sweep.values()]],
+                        ["R@100", *[v["R@100"] for v in sweep.values()]],
+                    ],
+                )
+            )
         e2e = ds["systems"].get("ours-e2e", {}).get("query_embedding")
         if e2e:
-            parts.append(f"\nReal MiniLM query embedding alone: p50 {e2e['p50_ms']:.1f} ms, "
-                         f"p95 {e2e['p95_ms']:.1f} ms.\n")  # fmt: skip
+            parts.append(
+                f"\nReal MiniLM query embedding alone: p50 {e2e['p50_ms']:.1f} ms, "
+                f"p95 {e2e['p95_ms']:.1f} ms.\n"
+            )
     return "\n".join(parts)
 
 
@@ -473,7 +540,9 @@ def _plot(data: dict[str, Any], path: Path) -> None:
         lat = [by.get(n, {}).get("p50_ms", 0.0) for n in names]
         axes[0].barh(ys + i * width, nd, height=width, label=ds["dataset"])
         axes[1].barh(ys + i * width, lat, height=width, label=ds["dataset"])
-    for ax, title in zip(axes, ("nDCG@10 (higher is better)", "query p50 ms (log; lower is better)")):
+    for ax, title in zip(
+        axes, ("nDCG@10 (higher is better)", "query p50 ms (log; lower is better)")
+    ):
         ax.set_yticks(ys + width * (len(datasets) - 1) / 2)
         ax.set_yticklabels(names, fontsize=8)
         ax.invert_yaxis()
@@ -496,6 +565,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--candidates", type=int, default=100)
     p.add_argument("--max-queries", type=int, default=None, help="first N judged queries")
     p.add_argument("--no-sweep", action="store_true", help="skip the convex alpha sweep")
+    p.add_argument(
+        "--e2e-threads",
+        type=int,
+        default=1,
+        help="torch threads for ours-e2e query embedding (0: torch's default); one thread is "
+        "the fastest for single queries on a shared 2-core machine",
+    )
     p.add_argument("--eval-cache", type=Path, default=common.CACHE_DIR / "eval")
     p.add_argument("--cache", type=Path, default=common.CACHE_DIR)
     p.add_argument("--out", type=Path, default=common.RESULTS_DIR)
@@ -541,12 +617,21 @@ def main(argv: Sequence[str] | None = None) -> int:
                 entry["skipped"][system] = f"missing {', '.join(missing)}"
                 continue
             print(f"[quality] {meta['dataset']}: {system} ...", flush=True)
-            wargs = ["--worker", system, "--dataset", dataset, "--prepared", str(prepared),
-                     "--candidates", str(args.candidates)]  # fmt: skip
+            wargs = [
+                "--worker",
+                system,
+                "--dataset",
+                dataset,
+                "--prepared",
+                str(prepared),
+                "--candidates",
+                str(args.candidates),
+            ]
             if args.max_queries:
                 wargs += ["--max-queries", str(args.max_queries)]
             if args.no_sweep:
                 wargs.append("--no-sweep")
+            wargs += ["--e2e-threads", str(args.e2e_threads)]
             if args.rerank_model:
                 wargs += ["--rerank-model", args.rerank_model]
             res = common.run_worker("benchmarks.quality", wargs, timeout=args.timeout)

@@ -83,8 +83,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         s = common.summarize(lat)
         s["pairs_per_s"] = round(depth / (s["p50_ms"] / 1000), 1)
         out["depths"][str(depth)] = s
-        print(f"[rerank] depth {depth}: p50 {s['p50_ms']:.1f} ms, {s['pairs_per_s']:.0f} pairs/s",
-              flush=True)  # fmt: skip
+        print(
+            f"[rerank] depth {depth}: p50 {s['p50_ms']:.1f} ms, {s['pairs_per_s']:.0f} pairs/s",
+            flush=True,
+        )
     out["peak_rss_mib"] = common.peak_rss_mib()
     return out
 
@@ -92,18 +94,28 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 def _markdown(data: dict[str, Any]) -> str:
     r = data["result"]
     parts = [common.header_md("Rerank: cross-encoder cost per query on CPU", data)]
+    model = (
+        "seeded MiniLM cross-encoder (ms-marco-MiniLM-L6 architecture: its cost is "
+        "representative, its scores are not)"
+        if r["seeded_untrained_head"]
+        else r["model"]
+    )
     parts.append(
-        f"Model: {'seeded MiniLM cross-encoder (ms-marco-MiniLM-L6 architecture; cost is '
-                  'representative, scores are not)' if r['seeded_untrained_head'] else r['model']}; "
+        f"Model: {model}; "
         f"max_length {r['max_length']}, batch {r['batch_size']}, torch threads "
         f"{r['torch_threads']}; passages: real {data['dataset']} chunks, mean "
         f"{r['passage_chars_mean']:.0f} characters. Added latency = `CrossEncoderReranker.score` "
         "of the top `depth` candidates for one query.\n"
-    )  # fmt: skip
-    parts.append(common.md_table(
-        ["depth", "added p50 ms", "added p95 ms", "pairs/s (at p50)", "queries"],
-        [[d, s["p50_ms"], s["p95_ms"], s["pairs_per_s"], s["n"]] for d, s in r["depths"].items()],
-    ))  # fmt: skip
+    )
+    parts.append(
+        common.md_table(
+            ["depth", "added p50 ms", "added p95 ms", "pairs/s (at p50)", "queries"],
+            [
+                [d, s["p50_ms"], s["p95_ms"], s["pairs_per_s"], s["n"]]
+                for d, s in r["depths"].items()
+            ],
+        )
+    )
     return "\n".join(parts)
 
 
@@ -131,9 +143,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--depths", type=int, nargs="+", default=list(DEPTHS))
     p.add_argument("--queries", type=int, default=30, help="queries per depth")
     p.add_argument("--cache", type=Path, default=common.CACHE_DIR)
+    p.add_argument(
+        "--threads", type=int, default=None, help="torch.set_num_threads (default: torch's)"
+    )
     p.add_argument("--out", type=Path, default=common.RESULTS_DIR)
     p.add_argument("--name", default="rerank")
     args = p.parse_args(argv)
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)
     info = common.machine()
     data: dict[str, Any] = {
         "benchmark": "rerank",

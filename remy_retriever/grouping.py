@@ -50,10 +50,12 @@ def search_documents(
     """Search ``retriever`` and group the chunk hits by document, best document first.
 
     Scores: every chunk gets a 0-1 score by the rule of ``mode`` (semantic: cosine clipped
-    to [0, 1]; lexical: BM25 over the query's BM25 ceiling; hybrid: the RRF sum over its
-    maximum; reranked: the reranker's 0-1; details in :mod:`remy_retriever.calibration`).
-    A **document's score is the maximum of its chunk scores** (on SciFact this ranked
-    documents as well as or better than the mean or a noisy-or of the chunk scores).
+    to [0, 1]; lexical: BM25 over the query's BM25 ceiling; hybrid: the mean of those
+    two; reranked: the reranker's 0-1; details and measurements in
+    :mod:`remy_retriever.calibration`). A **document's score is the maximum of its chunk
+    scores**, and documents are ordered by it (on SciFact the best chunk ranked documents
+    better than the mean, a noisy-or or max + 0.1 * rest: hybrid nDCG@10 0.721 against
+    0.713, 0.620 and 0.709).
 
     Chunks: a retrieved chunk is relevant (``isRelevant``) when its score is at least
     ``chunk_threshold``; a document is returned only if it has a relevant chunk and its

@@ -193,7 +193,8 @@ class MemoryStore:
     uses the linked retriever's Chroma (when it is given), else ``./remy_data``.
     ``embedder`` defaults to the linked retriever's. ``document_container_key`` names
     the document metadata key that holds a document's container tag, so that
-    ``container_tag`` also filters chunk results and linked documents.
+    ``container_tag`` also filters chunk results and linked documents; ``None`` makes
+    documents shared by every container (``container_tag`` then filters memories only).
     """
 
     def __init__(
@@ -206,7 +207,7 @@ class MemoryStore:
         retriever: Retriever | None = None,
         reranker: Reranker | str | None = None,
         context_depth: int = 10,
-        document_container_key: str = "container_tag",
+        document_container_key: str | None = "container_tag",
     ) -> None:
         if retriever is not None and not isinstance(retriever, Retriever):
             msg = (
@@ -220,10 +221,12 @@ class MemoryStore:
         if not 0 <= context_depth <= 100:
             msg = f"context_depth must be an int between 0 and 100, got {context_depth!r}"
             raise InvalidInputError(msg)
-        if not isinstance(document_container_key, str) or not document_container_key:
+        if document_container_key is not None and (
+            not isinstance(document_container_key, str) or not document_container_key
+        ):
             msg = (
-                "document_container_key must be a non-empty metadata key, got "
-                f"{document_container_key!r}"
+                "document_container_key must be a non-empty metadata key, or None for "
+                f"documents shared by every container; got {document_container_key!r}"
             )
             raise InvalidInputError(msg)
         path: str | os.PathLike[str] | None = None
@@ -645,7 +648,7 @@ class MemoryStore:
         linked = self._linked
         assert linked is not None
         clauses: list[Mapping[str, Any]] = []
-        if tag is not None:
+        if tag is not None and self.document_container_key is not None:
             clauses.append({self.document_container_key: tag})
         if where:
             clauses.append(where)
@@ -697,7 +700,8 @@ class MemoryStore:
                     out[doc_id] = LinkedDocument(id=doc_id)  # not resolvable: id only
                 continue
             meta = doc.document.metadata
-            if tag is not None and meta.get(self.document_container_key) != tag:
+            key = self.document_container_key
+            if tag is not None and key is not None and meta.get(key) != tag:
                 continue
             if matches(tree, meta):
                 out[doc_id] = _linked_document(doc)

@@ -128,32 +128,19 @@ class DenseStore:
         return True
 
     def _reload(self, generation: str, force: bool) -> None:
-        import chromadb
-        from chromadb.api.shared_system_client import SharedSystemClient
-
+        # Restarting the client's Rust bindings drops the in-memory indexes; they reload
+        # from disk (plus Chroma's log) on next use. Every client and collection object
+        # of this store in the process shares the bindings, so all of them see it.
+        server = getattr(self.client, "_server", None)
+        if server is None or not callable(getattr(server, "start", None)):
+            return  # not chromadb's embedded implementation: nothing we can reload
         with _RELOAD_LOCK:
-            ident = self.client._identifier
-            current = SharedSystemClient._identifier_to_system.get(ident)
-            reusable = (
-                not force
-                and current is not None
-                and current is not self._system
-                and _SEEN.get(current, {}).get(self.name) == generation
-            )
-            if not reusable:  # drop the cached system: the next client loads from disk
-                SharedSystemClient._identifier_to_system.pop(ident, None)
-                SharedSystemClient._identifier_to_refcount.pop(ident, None)
-            settings = self.client.get_settings()
-            client: Any = chromadb.PersistentClient(
-                path=settings.persist_directory,
-                settings=settings,
-                tenant=self.client.tenant,
-                database=self.client.database,
-            )
-            self.client = client
-            self._system = client._system
-            self.collection = self._open(self.embedder, create=False)
-            _SEEN.setdefault(self._system, {})[self.name] = generation
+            seen = _SEEN.get(self._system, {}) if self._system is not None else {}
+            if not force and seen.get(self.name) == generation:
+                return  # another thread reloaded meanwhile
+            server.start()
+            if self._system is not None:
+                _SEEN[self._system] = {self.name: generation}
             self._reloaded_at = time.monotonic()
 
     def _open(self, embedder: Embedder | None, create: bool) -> Any:
@@ -359,25 +346,13 @@ class DocumentTable:
 
     def __init__(self, dense: DenseStore) -> None:
         self._dense = dense
-        self.name = dense.name[: 512 - len(self.SUFFIX)] + self.SUFFIX
-        self._client: Any = None
-        self._collection: Any = None
-        _ = self.collection
-
-    @property
-    def collection(self) -> Any:
-        """The companion collection, through the dense store's current client (which
-        changes when an embedded store reloads)."""
-        client = self._dense.client
-        if self._collection is None or self._client is not client:
-            self._collection = self._dense._call(
-                "open the document table",
-                lambda: client.get_or_create_collection(
-                    self.name, embedding_function=None, configuration={"hnsw": {"space": "cosine"}}
-                ),
-            )
-            self._client = client
-        return self._collection
+        name = dense.name[: 512 - len(self.SUFFIX)] + self.SUFFIX
+        self.collection = dense._call(
+            "open the document table",
+            lambda: dense.client.get_or_create_collection(
+                name, embedding_function=None, configuration={"hnsw": {"space": "cosine"}}
+            ),
+        )
 
     def upsert(
         self, ids: Sequence[str], texts: Sequence[str], metadatas: Sequence[Mapping[str, Any]]

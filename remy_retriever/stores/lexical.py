@@ -396,6 +396,14 @@ class LexicalIndex:
 
         self._write(body)
 
+    def check_capacity(self, records: Sequence[LexicalRecord]) -> None:
+        """Raise :class:`InvalidDocumentError` now if ``records`` would need more numeric
+        metadata keys than the index has slots for, so that a caller can refuse a write
+        before touching any other store. Writes nothing."""
+        keys = _numeric_keys(_check_records(records).values())
+        if keys:
+            self._assign_slots(self._read_slots(), keys)
+
     def clear(self) -> None:
         """Delete every chunk, free the numeric slots and reset :attr:`state` to ``{}``."""
 

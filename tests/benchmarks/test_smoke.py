@@ -88,13 +88,18 @@ def test_quality_smoke(tmp_path: Path, beir_dir: Path) -> None:
     out = tmp_path / "results"
     _run(
         "benchmarks.quality",
-        "--dataset", str(beir_dir),
-        "--systems", "ours",
+        "--dataset",
+        str(beir_dir),
+        "--systems",
+        "ours",
         "--no-sweep",
-        "--eval-cache", str(tmp_path / "eval"),
-        "--cache", str(tmp_path / "cache"),
-        "--out", str(out),
-    )  # fmt: skip
+        "--eval-cache",
+        str(tmp_path / "eval"),
+        "--cache",
+        str(tmp_path / "cache"),
+        "--out",
+        str(out),
+    )
     data = _outputs(out, "quality")
     ours = data["datasets"][0]["systems"]["ours"]
     assert ours["chunks_identical"] is True
@@ -110,13 +115,18 @@ def test_scale_smoke(tmp_path: Path) -> None:
     out = tmp_path / "results"
     _run(
         "benchmarks.scale",
-        "--sizes", "1000",
-        "--queries", "20",
+        "--sizes",
+        "1000",
+        "--queries",
+        "20",
         "--peers",
-        "--probe-min", "1000",
-        "--cache", str(tmp_path / "cache"),
-        "--out", str(out),
-    )  # fmt: skip
+        "--probe-min",
+        "1000",
+        "--cache",
+        str(tmp_path / "cache"),
+        "--out",
+        str(out),
+    )
     data = _outputs(out, "scale")
     size = data["sizes"][0]
     assert "error" not in size, size
@@ -136,11 +146,15 @@ def test_ingest_smoke(tmp_path: Path, beir_dir: Path) -> None:
     out = tmp_path / "results"
     _run(
         "benchmarks.ingest",
-        "--dataset", str(beir_dir),
-        "--max-docs", "24",
-        "--reps", "1",
-        "--out", str(out),
-    )  # fmt: skip
+        "--dataset",
+        str(beir_dir),
+        "--max-docs",
+        "24",
+        "--reps",
+        "1",
+        "--out",
+        str(out),
+    )
     r = _outputs(out, "ingest")["result"]
     assert r["documents"] == 24 and r["chunks"] >= 24
     assert r["texts_identical"] is True
@@ -152,12 +166,18 @@ def test_rerank_smoke(tmp_path: Path, beir_dir: Path) -> None:
     out = tmp_path / "results"
     _run(
         "benchmarks.rerank",
-        "--dataset", str(beir_dir),
-        "--depths", "5", "10",
-        "--queries", "3",
-        "--cache", str(tmp_path / "cache"),
-        "--out", str(out),
-    )  # fmt: skip
+        "--dataset",
+        str(beir_dir),
+        "--depths",
+        "5",
+        "10",
+        "--queries",
+        "3",
+        "--cache",
+        str(tmp_path / "cache"),
+        "--out",
+        str(out),
+    )
     r = _outputs(out, "rerank")["result"]
     assert r["seeded_untrained_head"] is True
     for depth in ("5", "10"):

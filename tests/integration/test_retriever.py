@@ -231,15 +231,22 @@ def test_ingest_folder_rejects_non_utf8_before_writing(
     assert hit.citation.path is not None and hit.citation.path.endswith("b.txt")
 
 
-def test_explain_reports_branches(retriever: Retriever) -> None:
+@pytest.mark.parametrize("fusion", ["convex", "rrf"])
+def test_explain_reports_branches(retriever: Retriever, fusion: str) -> None:
     retriever.add(_tenant_docs())
-    hits = retriever.search("install agent linux", mode="hybrid", k=3, explain=True)
+    hits = retriever.search(
+        "install agent linux",
+        mode="hybrid",
+        k=3,
+        explain=True,
+        fusion=fusion,  # type: ignore[arg-type]
+    )
     top = hits[0]
     assert top.explain is not None
     assert set(top.explain.branches) == {"semantic", "lexical"}
     total = sum(b.contribution or 0 for b in top.explain.branches.values())
     assert total == pytest.approx(top.score)
-    plain = retriever.search("install agent linux", mode="hybrid", k=3)
+    plain = retriever.search("install agent linux", mode="hybrid", k=3, fusion=fusion)  # type: ignore[arg-type]
     assert [(h.id, h.score) for h in plain] == [(h.id, h.score) for h in hits]
     assert json.loads(json.dumps(top.to_dict()))["explain"]["foundBy"] == ["lexical", "semantic"]
 

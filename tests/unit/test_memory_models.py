@@ -291,7 +291,7 @@ _chunk_result = _object(
 _timing = st.one_of(st.integers(0, 10**6), st.floats(0, 1e6))
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(
     _object(
         {
@@ -308,7 +308,7 @@ def test_generated_document_responses_round_trip(data: dict[str, Any]) -> None:
     assert json.loads(parsed.to_json()) == data
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(
     _object(
         {

@@ -125,6 +125,7 @@ class RemyRetriever(BaseRetriever):
             "reranker": reranker,
         }
         given = sorted(name for name, value in opening.items() if value is not None)
+        opened = retriever is None
         if retriever is None:
             if path is None and client is None:
                 msg = (
@@ -148,7 +149,12 @@ class RemyRetriever(BaseRetriever):
             )
             raise InvalidInputError(msg)
         fields: dict[str, Any] = {**kwargs, "retriever": retriever}
-        super().__init__(**fields)
+        try:
+            super().__init__(**fields)
+        except Exception:
+            if opened:  # do not leave the store we just opened locked
+                retriever.close()
+            raise
 
     @field_validator("search_kwargs")
     @classmethod
@@ -208,7 +214,8 @@ class RemyRetriever(BaseRetriever):
         run_manager: AsyncCallbackManagerForRetrieverRun,
         **kwargs: Any,
     ) -> list[Document]:
-        # The engine is synchronous (Chroma, tantivy, torch): run it in a worker thread.
+        """Search without blocking the event loop: the engine is synchronous (Chroma,
+        tantivy, torch), so it runs in a worker thread via :func:`asyncio.to_thread`."""
         options = self.search_options(kwargs)
         hits = await asyncio.to_thread(self.retriever.search, query, **options)
         return hits_to_documents(hits)

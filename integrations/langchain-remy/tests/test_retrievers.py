@@ -123,8 +123,11 @@ def test_search_kwargs_reach_the_engine(corpus_retriever: Retriever, install_que
 
 
 def test_unknown_call_option_names_the_fix(corpus_retriever: Retriever) -> None:
+    retriever = RemyRetriever(corpus_retriever, k=2)
     with pytest.raises(InvalidInputError, match=r"unknown search option\(s\) \['top_k'\]"):
-        RemyRetriever(corpus_retriever).invoke("install", top_k=3)
+        retriever.invoke("install", top_k=3)
+    # invoke's own verbose flag travels with the options; it is not a search option.
+    assert len(retriever.invoke("install", verbose=True)) == 2
 
 
 def test_invalid_option_values_are_rejected(corpus_retriever: Retriever) -> None:

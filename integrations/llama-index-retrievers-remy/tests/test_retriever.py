@@ -217,7 +217,7 @@ def test_open_from_path(
 
 async def test_retriever_tool(corpus_retriever: Retriever, install_query: str) -> None:
     tool = RetrieverTool.from_defaults(
-        retriever=RemyRetriever(corpus_retriever, similarity_top_k=2),
+        retriever=RemyRetriever(retriever=corpus_retriever, similarity_top_k=2),
         name="remy_docs",
         description="Search the Remy documentation.",
     )

@@ -15,6 +15,7 @@ Modes:
 
 from __future__ import annotations
 
+import faulthandler
 import json
 import os
 import random
@@ -26,9 +27,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from remy_reliability_support import TokenHashEmbedder  # noqa: E402
+from remy_reliability_support import TokenHashEmbedder
 
-from remy_retriever import Document, Retriever  # noqa: E402
+from remy_retriever import Document, Retriever
 
 COLLECTION = "crash-kb"
 MAX_TOKENS = 40
@@ -111,6 +112,9 @@ def zygote() -> None:
             code = 0
             try:
                 signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+                # SIGUSR1 dumps the stacks (the test asks for them if a writer stalls).
+                stacks = open(str(job["acks"]) + ".stacks", "w")  # noqa: SIM115
+                faulthandler.register(signal.SIGUSR1, file=stacks, all_threads=True)
                 run(int(job["seed"]), str(job["store"]), str(job["acks"]))
             except BaseException as exc:  # report, then exit without cleanup
                 with open(str(job["acks"]) + ".err", "w") as handle:

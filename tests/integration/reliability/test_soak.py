@@ -1,0 +1,35 @@
+"""The CI variant of ``benchmarks/soak.py``: 5k chunks, 4 threads of mixed queries for
+20 s. Zero errors and no runaway memory (the full run: 100k chunks for 5 minutes)."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+SOAK = Path(__file__).resolve().parents[3] / "benchmarks" / "soak.py"
+
+
+def _load() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("remy_soak", SOAK)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.timeout(240)
+def test_soak_20s(tmp_path: Path) -> None:
+    soak = _load()
+    report = soak.run(
+        chunks=5000, seconds=20, threads=4, window=5, warmup=3, db=tmp_path, progress=False
+    )
+    assert report["config"]["chunks_stored"] == 5000
+    assert report["errors"] == 0, report["error_samples"]
+    assert report["hung_threads"] == 0
+    assert report["queries"] > 50, report
+    assert all(w["queries"] > 0 for w in report["windows"]), report["windows"]
+    assert report["rss_growth"] < soak.MAX_RSS_GROWTH, report
+    assert "| window (s) |" in soak.markdown(report)
