@@ -188,7 +188,7 @@ class MemoryQuery(BaseModel):
 def format_memories(documents: list[Document]) -> str:
     """Numbered results for a prompt or tool message::
 
-    [1] memory v2 (updated 2024-01-18T09:15:00Z; replaces: "Alice prefers tea")
+    [1] memory v2 (updated 2024-01-18T09:15:00Z; updates (-1): "Alice prefers tea")
     Alice now prefers coffee
     [2] document "Tea guide" (tea.md)
     Green tea is brewed at 80 degrees...
@@ -200,9 +200,8 @@ def format_memories(documents: list[Document]) -> str:
             notes = [f"updated {meta.get('updated_at')}"]
             parents = (meta.get("context") or {}).get("parents") or []
             for parent in parents[:2]:
-                notes.append(
-                    f'{parent.get("relation")} v{parent.get("version")}: "{parent["memory"]}"'
-                )
+                relation, version = parent.get("relation"), parent.get("version")
+                notes.append(f'{relation} ({version}): "{parent.get("memory")}"')
             head = f"[{number}] memory v{meta.get('version')} ({'; '.join(notes)})"
         else:
             title = meta.get("title") or meta.get("document_id")

@@ -118,7 +118,7 @@ def test_memory_tool_answers_with_numbered_memories(store: MemoryStore) -> None:
     assert isinstance(message, ToolMessage)
     assert message.content.startswith("[1] memory v2 (updated ")
     assert "Sam drinks espresso every morning" in message.content
-    assert f'updates v-1: "{FACTS[0]}"' in message.content
+    assert f'updates (-1): "{FACTS[0]}"' in message.content
     assert message.artifact["total"] == 2 and "memory" in message.artifact["results"][0]
     # The model cannot leave its container: options are fixed at construction.
     assert "cocoa" not in message.content

@@ -112,17 +112,25 @@ def check_indexes_agree(r: Retriever) -> None:
     assert not r.lexical.state.get("dirty"), r.lexical.state
 
 
+def vector_ids(r: Retriever) -> set[str]:
+    """Chunk ids reachable in the vector index: the union of a few exhaustive queries."""
+    n = r.count()
+    if n == 0:
+        return set()
+    dim = int(np.asarray(r.embedder.embed_query("probe")).shape[0])
+    rng = np.random.default_rng(0)
+    found: set[str] = set()
+    for probe in [np.ones(dim, dtype=np.float32), *rng.standard_normal((3, dim))]:
+        found |= {cid for cid, _ in r.dense.query(np.asarray(probe, dtype=np.float32), n, None)}
+    return found
+
+
 def check_vectors_complete(r: Retriever) -> None:
     """Every chunk in Chroma is in its vector index too (a stale embedded view that
     persisted over another process's writes loses vectors while counts look fine)."""
     ids = set(dense_records(r))
-    if not ids:
-        return
-    probe = np.ones(r.embedder.embed_query("probe").shape, dtype=np.float32)
-    found = {cid for cid, _ in r.dense.query(probe, len(ids), None)}
-    assert found == ids, (
-        f"{len(ids - found)} chunks lost from the vector index: {sorted(ids - found)[:5]}"
-    )
+    lost = ids - vector_ids(r)
+    assert not lost, f"{len(lost)} chunks lost from the vector index: {sorted(lost)[:5]}"
 
 
 def doc_ids(hits: Iterable[Any]) -> list[str]:

@@ -19,7 +19,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from remy_reliability_support import TokenHashEmbedder
+from remy_reliability_support import TokenHashEmbedder, vector_ids
 
 from remy_retriever import Document, Retriever
 
@@ -38,9 +38,14 @@ class SlowEmbedder(TokenHashEmbedder):
 
 
 def bulk_documents(prefix: str, n: int) -> list[Document]:
-    return [
-        Document(id=f"{prefix}{i}", text=f"{prefix} item {i} unique{prefix}{i}") for i in range(n)
-    ]
+    """One-chunk documents with spread-out vectors (12 pseudo-random words each):
+    near-duplicate vectors would leave some HNSW nodes unreachable, blurring the check."""
+    out = []
+    for i in range(n):
+        seed = sum(map(ord, prefix)) * 1_000_003 + i
+        words = " ".join(f"w{(seed * 7919 + j * 104729) % 20011}" for j in range(12))
+        out.append(Document(id=f"{prefix}{i}", text=f"unique{prefix}{i} {words}"))
+    return out
 
 
 def main(argv: list[str]) -> None:
@@ -57,8 +62,7 @@ def main(argv: list[str]) -> None:
     else:
         r = Retriever(store, collection=COLLECTION, embedder=TokenHashEmbedder())
         chunks = r.count()
-        probe = np.ones(r.embedder.embed_query("x").shape, dtype=np.float32)
-        vectors = len(r.dense.query(probe, max(chunks, 1), None))
+        vectors = len(vector_ids(r))
         print(json.dumps({"chunks": chunks, "vectors": vectors}), flush=True)
     r.close()
 

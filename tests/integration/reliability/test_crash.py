@@ -249,11 +249,11 @@ def _docs(n: int = 6) -> list[Document]:
 
 
 def _open(store: Path) -> Retriever:
-    return Retriever(store, collection="kb", embedder=TokenHashEmbedder())
+    return Retriever(store, collection="kbase", embedder=TokenHashEmbedder())
 
 
 def _lexical_dir(store: Path) -> Path:
-    return store / "remy_lexical" / "kb" / "tantivy"
+    return store / "remy_lexical" / "kbase" / "tantivy"
 
 
 def _check_all_searchable(r: Retriever, n: int = 6) -> None:
@@ -319,7 +319,7 @@ def test_cli_doctor_detects_and_repairs_damage(
         # Behind our back: chunks vanish from Chroma, one chunk from the lexical index.
         r.dense.collection.delete(ids=["doc1#0"])
         r.lexical.delete(["doc2#1"])
-    base = ["--db", str(store), "--collection", "kb"]
+    base = ["--db", str(store), "--collection", "kbase"]
     assert cli_main(["doctor", *base, "--json"]) == 1
     report = json.loads(capsys.readouterr().out)
     assert report["partial_documents"] == ["doc1"]
