@@ -21,6 +21,7 @@ from .errors import (
     StoreError,
 )
 from .hits import BranchExplain, Citation, Match, SearchExplain, SearchHit
+from .memory import DocumentSearchResponse, Memory, MemorySearchResponse, MemoryStore
 from .rerank import CrossEncoderReranker, Reranker
 from .retriever import DoctorReport, IngestReport, Retriever
 
@@ -31,6 +32,7 @@ __all__ = [
     "CrossEncoderReranker",
     "DoctorReport",
     "Document",
+    "DocumentSearchResponse",
     "Embedder",
     "IndexLockedError",
     "IngestReport",
@@ -39,6 +41,9 @@ __all__ = [
     "InvalidInputError",
     "InvalidQueryError",
     "Match",
+    "Memory",
+    "MemorySearchResponse",
+    "MemoryStore",
     "ModelLoadError",
     "RemyError",
     "Reranker",

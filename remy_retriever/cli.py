@@ -42,6 +42,10 @@ def _parser() -> argparse.ArgumentParser:
     se.add_argument("--highlight", action="store_true", help="bracket the matched terms")
     _rerank_flags(se)
     se.add_argument("--json", action="store_true", help="emit SearchHits as wire JSON")
+    from .memory.cli import add_document_search_flags, add_memory_commands
+
+    add_document_search_flags(se)
+    add_memory_commands(sub)
 
     doc = sub.add_parser("doctor", help="check (and --repair) drift between the two indexes")
     doc.add_argument("--db", default="./remy_data", help=_DB_HELP)
@@ -79,6 +83,8 @@ def _rerank_flags(parser: argparse.ArgumentParser) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
+        if args.command == "memory":
+            return int(args.handler(args))
         if args.command == "ingest":
             return _ingest(args)
         if args.command == "search":
@@ -107,6 +113,11 @@ def _ingest(args: argparse.Namespace) -> int:
 
 def _search(args: argparse.Namespace) -> int:
     from .retriever import Retriever
+
+    if args.documents:
+        from .memory.cli import document_search
+
+        return document_search(args)
 
     where = _parse_json(args.where, "--where") if args.where else None
     with Retriever(args.db, collection=args.collection, create=False) as r:

@@ -155,10 +155,10 @@ class SearchHit:
     ``score`` is comparable within one response only. With reranking it is the reranker's
     0-1 relevance; without, the mode's raw score (cosine in ``semantic``, BM25 in
     ``lexical``, the fused score in ``hybrid``: the convex combination of normalised
-    branch scores by default, or the RRF sum with ``fusion="rrf"``). ``retrieval_rank``/``retrieval_score`` are
-    the 1-based position and score before reranking; they are ``None`` (omitted on the
-    wire) when no reranking happened. ``explain``, ``neighbors`` and ``matches`` are
-    ``None`` unless requested.
+    branch scores by default, or the RRF sum with ``fusion="rrf"``).
+    ``retrieval_rank``/``retrieval_score`` are the 1-based position and score before
+    reranking; they are ``None`` (omitted on the wire) when no reranking happened.
+    ``explain``, ``neighbors`` and ``matches`` are ``None`` unless requested.
     """
 
     id: str

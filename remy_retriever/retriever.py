@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
@@ -43,7 +43,10 @@ from .rerank import Reranker, resolve_reranker
 from .retry import RetryPolicy
 from .stores.dense import DenseStore, DocumentTable, Record
 from .stores.lexical import LexicalIndex, LexicalIndexCorruptError, LexicalRecord
-from .validation import check_storable
+from .validation import as_list, check_storable
+
+if TYPE_CHECKING:
+    from .memory.models import DocumentSearchResponse
 
 __all__ = ["DoctorReport", "IngestReport", "Retriever", "StoredDocument"]
 
@@ -322,7 +325,8 @@ class Retriever:
         """Add or replace documents. Idempotent: unchanged documents (same content hash)
         are skipped without re-embedding; a changed document replaces its old chunks in
         both indexes. Each document is written whole or not at all."""
-        docs = list(documents)
+        docs = as_list(documents, "add()", "[Document(id='guide', text='...')]")
+        _check_int("batch_size", batch_size)
         seen: set[str] = set()
         for doc in docs:
             if not isinstance(doc, Document):
@@ -480,7 +484,8 @@ class Retriever:
     def get_documents(self, document_ids: Sequence[str]) -> dict[str, StoredDocument]:
         """The stored documents (full text, citation fields, timestamps) for these ids;
         unknown ids are left out."""
-        ids = [validate_document_id(d) for d in document_ids]
+        wanted = as_list(document_ids, "get_documents()", "['guide'] (a list of document ids)")
+        ids = [validate_document_id(d) for d in wanted]
         out: dict[str, StoredDocument] = {}
         for doc_id, (text, meta) in self._docs.get(ids).items():
             user = {k: v for k, v in meta.items() if not k.startswith("remy_")}
@@ -517,10 +522,8 @@ class Retriever:
 
     def delete(self, document_ids: Sequence[str]) -> int:
         """Delete documents (by document id) from both indexes. Returns chunks removed."""
-        if isinstance(document_ids, str):
-            msg = f"delete() takes a list of document ids, got the str {document_ids!r}; wrap it"
-            raise InvalidInputError(msg)
-        ids = [validate_document_id(d) for d in document_ids]
+        wanted = as_list(document_ids, "delete()", "['guide'] (a list of document ids)")
+        ids = [validate_document_id(d) for d in wanted]
         if not ids:
             return 0
         with self._write_lock:
@@ -801,6 +804,13 @@ class Retriever:
         if n_expand:
             hits = self._with_neighbors(hits, n_expand, plan.where)
         return hits
+
+    def search_documents(self, query: str, **options: Any) -> DocumentSearchResponse:
+        """Hits grouped by document with 0-1 scores, in the supermemory document-search
+        shape; options and scoring rules in :func:`remy_retriever.grouping.search_documents`."""
+        from .grouping import search_documents
+
+        return search_documents(self, query, **options)
 
     def _with_neighbors(
         self, hits: Sequence[SearchHit], n: int, where: Filter | None

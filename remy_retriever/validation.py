@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from .documents import Document
-from .errors import InvalidDocumentError
+from .errors import InvalidDocumentError, InvalidInputError
 
-__all__ = ["check_storable"]
+__all__ = ["as_list", "check_storable"]
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _INT64 = 2**63 - 1
@@ -67,3 +69,12 @@ def _check_text(doc: Document, field: str, text: str) -> None:
             "as UTF-8; fix the text, e.g. text.encode('utf-8', 'replace').decode('utf-8')"
         )
         raise InvalidDocumentError(msg)
+
+
+def as_list(value: object, what: str, example: str) -> list[Any]:
+    """``value`` as a list when it is a list-like iterable (not a str, bytes or dict,
+    which would silently iterate characters or keys); else :class:`InvalidInputError`."""
+    if isinstance(value, (str, bytes, bytearray, Mapping)) or not isinstance(value, Iterable):
+        msg = f"{what} takes a list, got {type(value).__name__} {value!r:.80}; pass e.g. {example}"
+        raise InvalidInputError(msg)
+    return list(value)
