@@ -112,10 +112,14 @@ def test_expand_adds_neighbors(corpus_retriever: Retriever, install_query: str) 
 
 
 def test_search_kwargs_reach_the_engine(corpus_retriever: Retriever, install_query: str) -> None:
-    retriever = RemyRetriever(corpus_retriever, k=3, search_kwargs={"fusion": "convex"})
-    expected = corpus_retriever.search(install_query, k=3, fusion="convex")
-
-    assert [document_to_hit(d) for d in retriever.invoke(install_query)] == expected
+    results = {}
+    for fusion in ("rrf", "convex"):
+        retriever = RemyRetriever(corpus_retriever, k=3, search_kwargs={"fusion": fusion})
+        assert retriever.search_options()["fusion"] == fusion
+        hits = [document_to_hit(d) for d in retriever.invoke(install_query)]
+        assert hits == corpus_retriever.search(install_query, k=3, fusion=fusion)
+        results[fusion] = [h.score for h in hits]
+    assert results["rrf"] != results["convex"]  # the option changed what the engine did
     with pytest.raises(ValueError, match="unknown option"):
         RemyRetriever(corpus_retriever, search_kwargs={"fuse": "rrf"})
     with pytest.raises(ValueError, match="RemyRetriever fields"):

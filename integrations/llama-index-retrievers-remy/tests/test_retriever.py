@@ -175,12 +175,16 @@ async def test_where_isolates_tenants(tenant_retriever: Retriever) -> None:
 
 def test_with_options(corpus_retriever: Retriever, install_query: str) -> None:
     base = RemyRetriever(corpus_retriever, similarity_top_k=4)
-    derived = base.with_options(similarity_top_k=2, mode="lexical", fusion="convex")
+    derived = base.with_options(similarity_top_k=2, mode="lexical", rrf_k=10.0)
 
     assert derived.retriever is corpus_retriever
-    assert derived.search_options()["fusion"] == "convex"
+    assert derived.search_options()["rrf_k"] == 10.0
+    assert base.search_options()["k"] == 4 and base.mode == "hybrid"  # unchanged
     expected = corpus_retriever.search(install_query, k=2, mode="lexical")
     assert [node_to_hit(n) for n in derived.retrieve(install_query)] == expected
+    for fusion in ("rrf", "convex"):
+        hits = [node_to_hit(n) for n in base.with_options(fusion=fusion).retrieve(install_query)]
+        assert hits == corpus_retriever.search(install_query, k=4, fusion=fusion)
     with pytest.raises(InvalidInputError, match="unknown option 'k'"):
         base.with_options(k=3)
 
