@@ -333,6 +333,22 @@ def bulk_ours(
     return r, embedder, ingest
 
 
+def reuse_ours(
+    texts: list[str], vectors: np.ndarray, queries: Any, root: Path
+) -> tuple[Any, Any, dict[str, Any]]:
+    """Open an index an earlier (interrupted) worker bulk-loaded with the same corpus."""
+    from remy_retriever import Retriever
+
+    embedder = common.CachedEmbedder(None, queries, tokenizer=False)
+    embedder.docs = common.VectorTable(texts, vectors)
+    r = Retriever(root, collection="scale", embedder=embedder, progress=False, max_tokens=512)
+    n = r.count()
+    if n != len(texts) or r.lexical.count() != n:
+        msg = f"reused index has {n} / {r.lexical.count()} chunks, expected {len(texts)}"
+        raise RuntimeError(msg)
+    return r, embedder, {"reused_index": str(root), "ingested": n, "target": len(texts)}
+
+
 def _ours_probe(r: Any, embedder: Any, texts: list[str], n: int) -> dict[str, Any]:
     """Add 1,000 new chunks, time until every one is visible in both indexes; then delete
     them and time until none is."""
@@ -491,6 +507,7 @@ def build_langchain(
     def search(q: str) -> list[tuple[str, float]]:
         return [(d.metadata.get("chunk_id", d.id or ""), 0.0) for d in ensemble.invoke(q)]
 
+    search.bm25 = bm25  # type: ignore[attr-defined]
     return search
 
 
@@ -585,7 +602,10 @@ def worker(args: argparse.Namespace) -> dict[str, Any]:
         # 1. ours: ingest, per-mode latency (+ where), disk, peak RSS, add/delete probe.
         print(f"[scale] {n:,}: ours ingest", flush=True)
         t0 = time.perf_counter()
-        if args.ingest == "bulk":
+        if args.reuse_index:
+            r, embedder, ingest = reuse_ours(texts, vectors, queries, Path(args.reuse_index))
+            tmp_remy = Path(args.reuse_index)
+        elif args.ingest == "bulk":
             r, embedder, ingest = bulk_ours(
                 texts, vectors, queries, tmp / "remy", args.ingest_budget
             )
@@ -594,17 +614,17 @@ def worker(args: argparse.Namespace) -> dict[str, Any]:
                 texts, vectors, queries, tmp / "remy", args.batch_size, args.ingest_budget
             )
 
+        if not args.reuse_index:
+            tmp_remy = tmp / "remy"
         if ingest["ingested"] < n:
             texts = texts[: ingest["ingested"]]
             vectors = vectors[: ingest["ingested"]]
             result["chunks_measured"] = ingest["ingested"]
         result["ours_ingest"] = ingest
-        chroma_mib = common.dir_size_mib(tmp / "remy") - common.dir_size_mib(
-            tmp / "remy" / "remy_lexical"
-        )
+        chroma_mib = common.dir_size_mib(tmp_remy) - common.dir_size_mib(tmp_remy / "remy_lexical")
         result["ours_disk_mib"] = {
             "chroma": round(chroma_mib, 1),
-            "lexical": common.dir_size_mib(tmp / "remy" / "remy_lexical"),
+            "lexical": common.dir_size_mib(tmp_remy / "remy_lexical"),
             "source_text_mib": round(sum(len(t) + 1 for t in texts) / 2**20, 1),
             "raw_vectors_mib": round(n * DIM * 4 / 2**20, 1),
         }
@@ -653,6 +673,10 @@ def worker(args: argparse.Namespace) -> dict[str, Any]:
                     systems["langchain-ensemble"] = build_langchain(
                         texts, table, queries, tmp / "langchain", shared
                     )
+                if "langchain-bm25 (rank_bm25)" not in systems:
+                    # The ensemble's own BM25 branch: LangChain's rank_bm25 path.
+                    branch = systems["langchain-ensemble"].bm25  # type: ignore[attr-defined]
+                    systems["langchain-bm25 (rank_bm25)"] = branch.invoke
             if "llamaindex" in args.peers and common.has_module(
                 "llama_index.core",
                 "llama_index.retrievers.bm25",
@@ -740,10 +764,10 @@ def _markdown(data: dict[str, Any]) -> str:
         rows.append(
             [
                 f"{size['chunks']:,}",
-                ing["chunks_per_s"],
-                ing["dense_chunks_per_s"],
-                ing["lexical_chunks_per_s"],
-                ing["total_s"],
+                ing.get("chunks_per_s"),
+                ing.get("dense_chunks_per_s"),
+                ing.get("lexical_chunks_per_s"),
+                ing.get("total_s"),
                 disk["chroma"],
                 disk["lexical"],
                 size["ours_peak_rss_mib"],
@@ -779,7 +803,10 @@ def _markdown(data: dict[str, Any]) -> str:
         common.md_table(
             ["chunks", *keys],
             [
-                [f"{s['chunks']:,}", *[s["ours_ingest"]["breakdown_s"].get(k) for k in keys]]
+                [
+                    f"{s['chunks']:,}",
+                    *[s["ours_ingest"].get("breakdown_s", {}).get(k) for k in keys],
+                ]
                 for s in data["sizes"]
                 if "ours_ingest" in s
             ],
@@ -902,7 +929,6 @@ def _plot(data: dict[str, Any], path: Path) -> None:
     if not sizes:
         return
     fig, axes = plt.subplots(1, 2, figsize=(13, 5))
-    xs = [s["chunks"] for s in sizes]
     show = [
         "ours/lexical",
         "ours/semantic",
@@ -925,11 +951,13 @@ def _plot(data: dict[str, Any], path: Path) -> None:
     axes[0].legend(fontsize=7)
     axes[0].grid(alpha=0.3, which="both")
     for key, label in (
-        ("chunks_per_s", "Retriever.add (total)"),
+        ("chunks_per_s", "ingest total"),
         ("dense_chunks_per_s", "Chroma upsert"),
         ("lexical_chunks_per_s", "lexical apply"),
     ):
-        axes[1].plot(xs, [s["ours_ingest"][key] for s in sizes], marker="o", label=label)
+        pts = [(s["chunks"], s["ours_ingest"][key]) for s in sizes if key in s["ours_ingest"]]
+        if pts:
+            axes[1].plot(*zip(*pts), marker="o", label=label)
     axes[1].set_xscale("log")
     axes[1].set_yscale("log")
     axes[1].set_xlabel("chunks")
@@ -980,6 +1008,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         default="own",
         help="peer hybrids build their own Chroma collection (default) or query ours'",
     )
+    p.add_argument("--reuse-index", default=None, help=argparse.SUPPRESS)
     p.add_argument("--worker-size", type=int, default=None, help=argparse.SUPPRESS)
     p.add_argument("--data", default=None, help=argparse.SUPPRESS)
     p.add_argument("--probe", action="store_true", help=argparse.SUPPRESS)
@@ -1023,6 +1052,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             str(args.peer_max),
             "--rank-bm25-max",
             str(args.rank_bm25_max),
+            *(["--reuse-index", args.reuse_index] if args.reuse_index else []),
             "--ingest",
             args.ingest,
             "--peer-chroma",

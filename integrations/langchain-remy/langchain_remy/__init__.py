@@ -9,15 +9,25 @@
 
 from .compressors import RemyReranker
 from .convert import document_to_hit, hits_to_documents
+from .memory import (
+    RemyMemoryRetriever,
+    documents_to_langchain,
+    memories_to_langchain,
+    remy_memory_tool,
+)
 from .retrievers import RemyRetriever
 from .tools import format_documents, remy_search_tool
 
 __all__ = [
+    "RemyMemoryRetriever",
     "RemyReranker",
     "RemyRetriever",
     "document_to_hit",
+    "documents_to_langchain",
     "format_documents",
     "hits_to_documents",
+    "memories_to_langchain",
+    "remy_memory_tool",
     "remy_search_tool",
 ]
 __version__ = "0.1.0"

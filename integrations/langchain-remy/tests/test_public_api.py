@@ -8,11 +8,15 @@ import sys
 import langchain_remy
 
 EXPECTED = {
+    "RemyMemoryRetriever",
     "RemyReranker",
     "RemyRetriever",
     "document_to_hit",
+    "documents_to_langchain",
     "format_documents",
     "hits_to_documents",
+    "memories_to_langchain",
+    "remy_memory_tool",
     "remy_search_tool",
 }
 

@@ -11,7 +11,14 @@ import llama_index
 import llama_index.core
 import llama_index.retrievers.remy as remy
 
-EXPECTED = {"RemyRerank", "RemyRetriever", "hits_to_nodes", "node_to_hit"}
+EXPECTED = {
+    "RemyRerank",
+    "RemyRetriever",
+    "documents_to_nodes",
+    "hits_to_nodes",
+    "memories_to_nodes",
+    "node_to_hit",
+}
 PACKAGE_ROOT = Path(__file__).resolve().parents[1]
 
 

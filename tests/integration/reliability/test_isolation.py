@@ -15,7 +15,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from remy_reliability_support import MODES, dense_records
 
-from remy_retriever import CrossEncoderReranker, Document, Retriever, SearchHit
+from remy_retriever import (
+    CrossEncoderReranker,
+    Document,
+    Retriever,
+    SearchHit,
+    SentenceTransformerEmbedder,
+)
 
 TENANTS = ("acme", "globex", "initech")
 VOCAB = [
@@ -47,6 +53,26 @@ VOCAB = [
 _counter = itertools.count()
 
 
+class CachedQueries(SentenceTransformerEmbedder):
+    """The real MiniLM model, embedding each distinct query once (the tests repeat a
+    query across tenants, modes and options; isolation, not the model, is under test)."""
+
+    def __init__(self, model: Any) -> None:
+        super().__init__()
+        self._model = model
+        self._queries: dict[str, Any] = {}
+
+    def embed_query(self, text: str) -> Any:
+        if text not in self._queries:
+            self._queries[text] = super().embed_query(text)
+        return self._queries[text]
+
+
+@pytest.fixture(scope="module")
+def cached_embedder(minilm_model: Any) -> CachedQueries:
+    return CachedQueries(minilm_model)
+
+
 @pytest.fixture(scope="module")
 def client(tmp_path_factory: pytest.TempPathFactory) -> Any:
     return chromadb.PersistentClient(path=str(tmp_path_factory.mktemp("iso") / "db"))
@@ -58,7 +84,9 @@ def reranker(cross_encoder_path: str) -> CrossEncoderReranker:
 
 
 @pytest.fixture
-def make(client: Any, embedder: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+def make(
+    client: Any, cached_embedder: CachedQueries, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Any]:
     opened: list[Retriever] = []
     base = tmp_path_factory.mktemp("iso-lex")
 
@@ -67,7 +95,7 @@ def make(client: Any, embedder: Any, tmp_path_factory: pytest.TempPathFactory) -
         r = Retriever(
             client=client,
             collection=f"iso{n}",
-            embedder=embedder,
+            embedder=cached_embedder,
             lexical_path=base / f"lex{n}",
             max_tokens=40,  # several chunks per document: neighbours to leak
         )
@@ -126,7 +154,7 @@ def _check(r: Retriever, hits: list[SearchHit], tenant: str, owners: dict[str, s
 
 @pytest.mark.timeout(900)
 @settings(
-    max_examples=12,
+    max_examples=10,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )

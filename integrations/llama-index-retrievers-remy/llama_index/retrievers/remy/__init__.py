@@ -8,7 +8,15 @@
 
 from .base import RemyRetriever
 from .convert import hits_to_nodes, node_to_hit
+from .memory import documents_to_nodes, memories_to_nodes
 from .postprocessor import RemyRerank
 
-__all__ = ["RemyRerank", "RemyRetriever", "hits_to_nodes", "node_to_hit"]
+__all__ = [
+    "RemyRerank",
+    "RemyRetriever",
+    "documents_to_nodes",
+    "hits_to_nodes",
+    "memories_to_nodes",
+    "node_to_hit",
+]
 __version__ = "0.1.0"
