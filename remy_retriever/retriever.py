@@ -192,7 +192,9 @@ class Retriever:
         import chromadb
 
         if client is None:
-            root = Path(path if path is not None else "./remy_data")
+            # Absolute: chromadb caches clients by path string, so a relative path reused
+            # after a chdir would reach the cached client of another directory.
+            root = Path(path if path is not None else "./remy_data").resolve()
             client = chromadb.PersistentClient(path=str(root))
             server = f"embedded store {str(root)!r}"
             default_lexical = root / "remy_lexical" / collection

@@ -33,7 +33,7 @@ from remy_retriever import Document, Retriever
 
 COLLECTION = "crash-kb"
 MAX_TOKENS = 40
-N_OPS = 18
+N_OPS = 10
 
 
 def marker(doc_id: str) -> str:

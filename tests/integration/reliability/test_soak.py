@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import importlib.util
+import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -16,6 +17,7 @@ def _load() -> ModuleType:
     spec = importlib.util.spec_from_file_location("remy_soak", SOAK)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while defining
     spec.loader.exec_module(module)
     return module
 
@@ -24,7 +26,7 @@ def _load() -> ModuleType:
 def test_soak_20s(tmp_path: Path) -> None:
     soak = _load()
     report = soak.run(
-        chunks=5000, seconds=20, threads=4, window=5, warmup=3, db=tmp_path, progress=False
+        chunks=5000, seconds=20, threads=4, window=5, warmup=2, db=tmp_path, progress=False
     )
     assert report["config"]["chunks_stored"] == 5000
     assert report["errors"] == 0, report["error_samples"]
