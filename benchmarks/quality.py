@@ -218,16 +218,24 @@ def _ours(
         "chunks_identical": _check_chunks(r, chunks),
     }
     modes: dict[str, Any] = {}
-    for mode in ("lexical", "semantic", "hybrid"):
+    for mode in ("lexical", "semantic"):
 
         def rank(q: str, mode: Any = mode) -> list[tuple[str, float]]:
             return r.rank(q, mode=mode, candidates=args.candidates)
 
         modes[mode] = _evaluate(ds, rank)
-    modes["hybrid-convex"] = _evaluate(
-        ds, lambda q: r.rank(q, mode="hybrid", candidates=args.candidates, fusion="convex")
+    # Fusion is explicit (the library default has changed over time; recorded below).
+    modes["hybrid-rrf"] = _evaluate(
+        ds, lambda q: r.rank(q, mode="hybrid", candidates=args.candidates, fusion="rrf")
+    )
+    modes[f"hybrid-convex-a{args.alpha}"] = _evaluate(
+        ds,
+        lambda q: r.rank(
+            q, mode="hybrid", candidates=args.candidates, fusion="convex", alpha=args.alpha
+        ),
     )
     out["modes"] = modes
+    out["library_default_fusion"] = _library_default()
     sweep = {}
     for alpha in ALPHAS if not args.no_sweep else ():
 
@@ -243,6 +251,15 @@ def _ours(
     return out
 
 
+def _library_default() -> dict[str, Any]:
+    from remy_retriever import retriever
+
+    return {
+        "fusion": getattr(retriever, "DEFAULT_FUSION", "rrf"),
+        "alpha": getattr(retriever, "DEFAULT_ALPHA", 0.5),
+    }
+
+
 def _ours_e2e(
     args: argparse.Namespace, ds: Any, chunks: Any, docs: Any, queries: Any, tmp: Path
 ) -> dict[str, Any]:
@@ -256,7 +273,9 @@ def _ours_e2e(
     real.embed_query("warm up the model")
     embedder = common.CachedEmbedder(docs, None, real_queries=real)
     r, build_s = _build_ours(ds, tmp, embedder)
-    res = _evaluate(ds, lambda q: r.rank(q, mode="hybrid", candidates=args.candidates))
+    res = _evaluate(
+        ds, lambda q: r.rank(q, mode="hybrid", candidates=args.candidates, fusion="rrf")
+    )
     # The query embedding alone, for the record.
     _, lat = common.time_calls(real.embed_query, list(ds.queries.values())[:50])
     r.close()
@@ -565,6 +584,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--candidates", type=int, default=100)
     p.add_argument("--max-queries", type=int, default=None, help="first N judged queries")
     p.add_argument("--no-sweep", action="store_true", help="skip the convex alpha sweep")
+    p.add_argument("--alpha", type=float, default=0.4, help="alpha of ours/hybrid-convex")
+    p.add_argument(
+        "--append",
+        action="store_true",
+        help="merge into an existing results file (replacing the systems run now)",
+    )
     p.add_argument(
         "--e2e-threads",
         type=int,
@@ -631,7 +656,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 wargs += ["--max-queries", str(args.max_queries)]
             if args.no_sweep:
                 wargs.append("--no-sweep")
-            wargs += ["--e2e-threads", str(args.e2e_threads)]
+            wargs += ["--e2e-threads", str(args.e2e_threads), "--alpha", str(args.alpha)]
             if args.rerank_model:
                 wargs += ["--rerank-model", args.rerank_model]
             res = common.run_worker("benchmarks.quality", wargs, timeout=args.timeout)
@@ -648,6 +673,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         data["datasets"].append(entry)
     data["machine"] = common.finish_machine(info)
     data["team_reference_ndcg10"] = TEAM_REFERENCE
+    previous = args.out / f"{args.name}.json"
+    if args.append and previous.is_file():
+        # Keep the other systems of an earlier run (each keeps its load averages).
+        old = json.loads(previous.read_text())
+        by_name = {d["dataset"]: d for d in old.get("datasets", [])}
+        for entry in data["datasets"]:
+            before = by_name.get(entry["dataset"])
+            if before:
+                merged = {**before["systems"], **entry["systems"]}
+                entry["systems"] = {k: merged[k] for k in before["systems"]} | {
+                    k: v for k, v in entry["systems"].items() if k not in before["systems"]
+                }
+        data["earlier_runs"] = [
+            *old.get("earlier_runs", []),
+            {"command": old.get("command"), "machine": old.get("machine")},
+        ]
     common.write_results(args.out, args.name, data, _markdown(data))
     _plot(data, args.out / f"{args.name}.png")
     return 0

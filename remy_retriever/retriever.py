@@ -112,6 +112,7 @@ class DoctorReport:
     missing_in_lexical: tuple[str, ...] = ()
     stale_in_lexical: tuple[str, ...] = ()
     extra_in_lexical: tuple[str, ...] = ()
+    missing_vectors: tuple[str, ...] = ()
     repaired: bool = False
 
     @property
@@ -124,6 +125,7 @@ class DoctorReport:
             or self.missing_in_lexical
             or self.stale_in_lexical
             or self.extra_in_lexical
+            or self.missing_vectors
         )
 
 
@@ -214,6 +216,7 @@ class Retriever:
         # index; across threads and processes. Held only while writing.
         lock_dir = store_dir if store_dir is not None else Path(lexical_path)
         self._write_lock = WriterLock(lock_dir / LOCK_FILE, timeout=lock_timeout)
+        self._dense.write_lock = self._write_lock
         self._sync_lock = threading.Lock()
         self._lexical = self._open_lexical(lexical_path, lock_timeout)
         self.collection = collection
@@ -570,11 +573,14 @@ class Retriever:
 
         Checks: every document's chunks form one complete version (same content hash,
         as many chunks as that version has); the document table agrees with the chunks;
-        the lexical index holds exactly Chroma's chunk ids with the same content hashes.
-        Repair keeps, per document, the complete version the document table names (else
-        the newest complete one), deletes other chunks, drops disagreeing document
-        records (the next ``add`` rewrites them), and re-indexes the lexical side from
-        Chroma. Runs automatically on open after an interrupted write.
+        the lexical index holds exactly Chroma's chunk ids with the same content hashes;
+        every chunk's vector is in Chroma's vector index (a process killed while Chroma
+        persisted its index can leave records whose vectors are gone). Repair keeps, per
+        document, the complete version the document table names (else the newest
+        complete one), deletes other chunks, drops disagreeing document records (the
+        next ``add`` rewrites them), re-embeds chunks whose vectors are lost, and
+        re-indexes the lexical side from Chroma. Runs automatically on open after an
+        interrupted write.
         """
         with self._write_lock, self._sync_lock:
             self._dense.ensure_fresh(write=True)
@@ -630,6 +636,7 @@ class Retriever:
             missing = sorted(set(chunk_hashes) - set(lexical))
             stale = sorted(c for c, h in lexical.items() if h != chunk_hashes[c])
             extra = sorted(lexical_ids - set(chunk_hashes))
+            lost = sorted(self._dense.missing_vectors(sorted(chunk_hashes)))
             report = DoctorReport(
                 chunks=len(chunk_hashes),
                 lexical_chunks=len(lexical_ids),
@@ -639,12 +646,22 @@ class Retriever:
                 missing_in_lexical=tuple(missing),
                 stale_in_lexical=tuple(stale),
                 extra_in_lexical=tuple(extra),
+                missing_vectors=tuple(lost),
                 repaired=repair,
             )
             if not repair:
                 return report
             self._dense.delete(drop_chunks)
             self._docs.delete(sorted(set(drop_records)))
+            for lo in range(0, len(lost), 256):
+                # The stored text is the embedded text, so re-embedding it restores the
+                # vector; an upsert of an existing id puts it back into the index.
+                records = self._dense.get(ids=lost[lo : lo + 256])
+                texts = [text for _, text, _ in records]
+                vectors = as_matrix(self.embedder.embed_documents(texts), len(texts))
+                self._dense.upsert(
+                    [cid for cid, _, _ in records], vectors, texts, [m for _, _, m in records]
+                )
             if damaged:
                 self._lexical.reset()
             fix = missing + stale
@@ -660,7 +677,7 @@ class Retriever:
                     "dirty": False,
                 }
             )
-            if drop_chunks or drop_records:
+            if drop_chunks or drop_records or lost:
                 self._dense.bump_generation()
             return report
 

@@ -15,7 +15,7 @@ are lost; counts and ``get`` still show them). :meth:`DenseStore.ensure_fresh` g
 against both: when the collection's generation token (bumped by every remy writer) is
 not one this process's copy is known to reflect, it reloads the copy from disk -- before
 every write (the caller holds the store's writer lock), and before reads at most once a
-second.
+second and only while nobody writes.
 """
 
 from __future__ import annotations
@@ -102,6 +102,9 @@ class DenseStore:
         self._embedded = _is_embedded(client)
         self._system = _system_of(client)
         self._reloaded_at = 0.0
+        #: The store's writer lock (set by the owner). A read never reloads the view
+        #: while anyone writes: an in-flight write could be missed by the new view.
+        self.write_lock: Any = None
         if self._embedded and self._system is not None and _created_for(client, self._system):
             # A system created just now for this client has loaded nothing stale yet.
             _SEEN.setdefault(self._system, {})[name] = self.generation()
@@ -113,9 +116,11 @@ class DenseStore:
         collection changed since the view was loaded (see the module docstring).
 
         ``write=True`` (call holding the writer lock, before writing): always check.
-        Reads reload at most every :data:`READ_RELOAD_INTERVAL` seconds. ``force``: reload
-        even if the generation matches (an interrupted write changes data without a new
-        generation). Returns True if it reloaded. No-op for servers and in-memory stores."""
+        Reads reload at most every :data:`READ_RELOAD_INTERVAL` seconds, and only while
+        nobody holds :attr:`write_lock` (a reload must not miss an in-flight write).
+        ``force``: reload even if the generation matches (an interrupted write changes
+        data without a new generation). Returns True if it reloaded. No-op for servers
+        and in-memory stores."""
         if not self._embedded:
             return False
         generation = self.generation()
@@ -124,7 +129,14 @@ class DenseStore:
                 return False
             if not write and time.monotonic() - self._reloaded_at < READ_RELOAD_INTERVAL:
                 return False
-        self._call("reload the embedded store", lambda: self._reload(generation, force))
+        lock = None if write else self.write_lock
+        if lock is not None and not lock.acquire(blocking=False):
+            return False  # someone is writing: reload on a later read
+        try:
+            self._call("reload the embedded store", lambda: self._reload(generation, force))
+        finally:
+            if lock is not None:
+                lock.release()
         return True
 
     def _reload(self, generation: str, force: bool) -> None:
@@ -313,6 +325,36 @@ class DenseStore:
         docs = result.get("documents") or [""] * len(result["ids"])
         metas = result.get("metadatas") or [{}] * len(result["ids"])
         return [(i, d or "", dict(m or {})) for i, d, m in zip(result["ids"], docs, metas)]
+
+    def missing_vectors(self, ids: Sequence[str], *, batch: int = 1000) -> list[str]:
+        """The ids among ``ids`` whose record exists but whose vector is not in the
+        vector index (Chroma answers a read of their embeddings with "Error finding id").
+        A batch that fails is split in halves until the culprits are isolated."""
+        missing: list[str] = []
+
+        def has_vectors(part: list[str]) -> bool:
+            try:
+                self.collection.get(ids=part, include=["embeddings"])
+            except Exception as exc:
+                if "finding id" not in str(exc):
+                    raise
+                return False
+            return True
+
+        def probe(part: list[str]) -> None:
+            if not part or self._call("read vectors", lambda: has_vectors(part)):
+                return
+            if len(part) == 1:
+                missing.append(part[0])
+                return
+            mid = len(part) // 2
+            probe(part[:mid])
+            probe(part[mid:])
+
+        ids = list(ids)
+        for lo in range(0, len(ids), batch):
+            probe(ids[lo : lo + batch])
+        return missing
 
     def iter_all(
         self,

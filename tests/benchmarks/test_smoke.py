@@ -103,11 +103,12 @@ def test_quality_smoke(tmp_path: Path, beir_dir: Path) -> None:
     data = _outputs(out, "quality")
     ours = data["datasets"][0]["systems"]["ours"]
     assert ours["chunks_identical"] is True
-    for mode in ("lexical", "semantic", "hybrid", "hybrid-convex"):
+    assert set(ours["modes"]) == {"lexical", "semantic", "hybrid-rrf", "hybrid-convex-a0.4"}
+    for mode in ours["modes"]:
         m = ours["modes"][mode]
         assert 0.0 <= m["nDCG@10"] <= 1.0 and 0.0 <= m["R@100"] <= 1.0
         assert m["p50_ms"] > 0 and m["p95_ms"] >= m["p50_ms"]
-    assert ours["modes"]["hybrid"]["nDCG@10"] > 0.5  # the topics are easy to find
+    assert ours["modes"]["hybrid-rrf"]["nDCG@10"] > 0.5  # the topics are easy to find
     assert ours["peak_rss_mib"] > 0 and ours["build_s"] > 0
 
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+import numpy as np
 import pytest
 from crash_worker import COLLECTION, MAX_TOKENS, N_OPS, marker
 from remy_reliability_support import (
@@ -364,3 +365,75 @@ def test_a_failed_write_is_repaired_before_the_next_one(tmp_path: Path) -> None:
     assert r.doctor().ok
     check_whole_documents(r)
     r.close()
+
+
+_ADD_LATER = """
+import sys
+sys.path.insert(0, sys.argv[2])
+from remy_reliability_support import TokenHashEmbedder
+from test_crash import _docs
+from remy_retriever import Retriever
+with Retriever(sys.argv[1], collection="kbase", embedder=TokenHashEmbedder()) as r:
+    # Past Chroma's persist threshold (1000 records), so this process persists its
+    # index and Chroma prunes the log the stale copy would need to catch up.
+    r.add(_docs(6)[3:] + _docs(530)[6:])
+"""
+
+_STALE_WRITER = """
+import random
+import sys
+import chromadb
+client = chromadb.PersistentClient(sys.argv[1])
+col = client.get_collection("kbase", embedding_function=None)
+col.query(query_embeddings=[[1.0] * int(sys.argv[2])], n_results=1)  # loads the index
+print("loaded", flush=True)
+sys.stdin.readline()  # meanwhile another process writes
+ids = [f"junk{i}" for i in range(1200)]  # past the persist threshold: persists its copy
+rng = random.Random(0)
+dim = int(sys.argv[2])
+vectors = [[rng.gauss(0, 1) for _ in range(dim)] for _ in ids]
+col.upsert(ids=ids, embeddings=vectors, documents=ids)
+print("done", flush=True)
+"""
+
+
+@pytest.mark.timeout(180)
+def test_doctor_finds_and_restores_vectors_lost_from_chromas_index(tmp_path: Path) -> None:
+    """Records whose vectors are gone from Chroma's vector index (here: a raw Chroma
+    writer in another process persists its stale copy of the index over our writes) are
+    reported by doctor and re-embedded by repair, so semantic search finds them again."""
+    store = tmp_path / "db"
+    with _open(store) as r:
+        r.add(_docs(3))
+        dim = int(np.asarray(r.embedder.embed_query("probe")).shape[0])
+    stale = subprocess.Popen(
+        [sys.executable, "-c", _STALE_WRITER, str(store), str(dim)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert stale.stdout is not None and stale.stdin is not None
+    assert stale.stdout.readline().strip() == "loaded"
+    subprocess.run(  # our write, in a third process, while the stale copy is loaded
+        [sys.executable, "-c", _ADD_LATER, str(store), str(Path(__file__).resolve().parent)],
+        check=True,
+        timeout=120,
+    )
+    stale.stdin.write("go\n")
+    stale.stdin.flush()
+    assert stale.stdout.readline().strip() == "done"
+    assert stale.wait(timeout=60) == 0
+    with _open(store) as r:
+        report = r.doctor()
+        lost = {cid.split("#")[0] for cid in report.missing_vectors}
+        # Only what the third process wrote can be lost, and doc3..doc5 were.
+        assert {"doc3", "doc4", "doc5"} <= lost, sorted(lost)[:10]
+        assert lost <= {f"doc{i}" for i in range(3, 530)}, sorted(lost)[:10]
+        assert not report.ok
+        repaired = r.doctor(repair=True)
+        assert set(repaired.missing_vectors) == set(report.missing_vectors)
+        after = r.doctor()
+        assert after.missing_vectors == () and after.ok, after
+        check_indexes_agree(r)
+        for cid, text, _ in r.dense.get(ids=list(report.missing_vectors)[:20]):
+            assert r.search(text, mode="semantic", k=1)[0].id == cid  # its vector is back

@@ -1,7 +1,9 @@
 """Tenant isolation, property-based, with the real MiniLM model: with
-``where={"tenant": X}`` no result, in any mode, with reranking, explain, neighbours or
-highlights, ever shows another tenant's chunk -- also after documents move between
-tenants, and when the lexical index is stale."""
+``where={"tenant": X}`` no result, in any mode, with reranking (a seeded cross-encoder),
+explain, neighbours or highlights, ever shows another tenant's chunk -- also after
+documents move between tenants, and when the lexical index is stale. The same for
+``rank()``, document-grouped search, memory search and the LangChain / LlamaIndex
+adapters."""
 
 from __future__ import annotations
 
@@ -255,3 +257,109 @@ def test_document_search_never_leaks(make: Any, spec: Any, query: str) -> None:
 def test_isolation_fixture_corpus_has_every_tenant() -> None:
     spec = [(t, ["a b c"]) for t in TENANTS]
     assert {d.metadata["tenant"] for d in _docs(spec)} == set(TENANTS)
+
+
+memory_specs = st.lists(
+    st.tuples(st.sampled_from(TENANTS), sentences, st.sampled_from(["add", "update", "extend"])),
+    min_size=3,
+    max_size=8,
+)
+
+
+@pytest.mark.timeout(600)
+@settings(
+    max_examples=5,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(spec=documents, memories=memory_specs, query=queries)
+def test_memory_search_never_leaks(
+    make: Any,
+    client: Any,
+    cached_embedder: CachedQueries,
+    tmp_path_factory: pytest.TempPathFactory,
+    spec: Any,
+    memories: Any,
+    query: str,
+) -> None:
+    from remy_retriever.memory import MemoryStore
+
+    docs = [
+        Document(
+            id=d.id, text=d.text, metadata={**d.metadata, "container_tag": d.metadata["tenant"]}
+        )
+        for d in _docs(spec)
+    ]
+    r = make(docs)
+    by_tenant = {t: [d.id for d in docs if d.metadata["tenant"] == t] for t in TENANTS}
+    store = MemoryStore(
+        client,
+        collection=f"mem{next(_counter)}",
+        embedder=cached_embedder,
+        lexical_path=tmp_path_factory.mktemp("mem-lex"),
+        retriever=r,
+    )
+    latest: dict[str, list[str]] = {t: [] for t in TENANTS}
+    for tenant, text, action in memories:
+        linked = by_tenant[tenant][:1]
+        if action != "add" and latest[tenant]:
+            target = latest[tenant].pop()
+            if action == "update":
+                made = store.update(target, text)
+            else:
+                latest[tenant].append(target)
+                made = store.extend(target, text)
+        else:
+            made = store.add(
+                text, container_tag=tenant, metadata={"tenant": tenant}, document_ids=linked
+            )
+        latest[tenant].append(made.id)
+    try:
+        for tenant in TENANTS:
+            for search_mode in ("memories", "hybrid", "documents"):
+                for filters in ({"container_tag": tenant}, {"where": {"tenant": tenant}}):
+                    response = store.search(
+                        query,
+                        search_mode=search_mode,  # type: ignore[arg-type]
+                        include={"relatedMemories", "documents"},
+                        limit=20,
+                        **filters,  # type: ignore[arg-type]
+                    )
+                    for result in response.results:
+                        assert (result.metadata or {}).get("tenant") == tenant, (result, tenant)
+                        context = result.context
+                        related = [*context.parents, *context.children] if context else []
+                        for item in related:
+                            assert (item.metadata or {}).get("tenant") == tenant, item
+                        for doc in result.documents or []:
+                            assert (doc.metadata or {}).get("tenant") == tenant, doc
+    finally:
+        store.close()
+
+
+@pytest.mark.timeout(600)
+@settings(
+    max_examples=4,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(spec=documents, query=queries)
+def test_framework_adapters_never_leak(make: Any, spec: Any, query: str) -> None:
+    """The LangChain and LlamaIndex retrievers pass the filter through: what they
+    return (converted back to hits) is the tenant's only."""
+    langchain_remy = pytest.importorskip("langchain_remy")
+    llama_remy = pytest.importorskip("llama_index.retrievers.remy")
+    docs = _docs(spec)
+    r = make(docs)
+    owners = {d.id: str(d.metadata["tenant"]) for d in docs}
+    for tenant in TENANTS:
+        where = {"tenant": tenant}
+        for mode in MODES:
+            lc = langchain_remy.RemyRetriever(r, k=6, mode=mode, where=where, expand=1)
+            hits = [langchain_remy.document_to_hit(d) for d in lc.invoke(query)]
+            _check(r, hits, tenant, owners)
+            li = llama_remy.RemyRetriever(
+                r, similarity_top_k=6, mode=mode, where=where, expand=1, highlight=True
+            )
+            hits = [llama_remy.node_to_hit(n) for n in li.retrieve(query)]
+            _check(r, hits, tenant, owners)
