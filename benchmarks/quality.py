@@ -118,6 +118,8 @@ def prepare(dataset_dir: str, eval_cache: Path, cache: Path) -> Path:
 def _read_collection(store: Path) -> tuple[list[str], list[str], np.ndarray]:
     import chromadb
 
+    from remy_retriever.stores.dense import TEXT_KEY
+
     if not (store / "chroma.sqlite3").is_file():
         return [], [], np.zeros((0, 0), dtype=np.float32)
     client = chromadb.PersistentClient(path=str(store))
@@ -130,11 +132,15 @@ def _read_collection(store: Path) -> tuple[list[str], list[str], np.ndarray]:
     vecs: list[np.ndarray] = []
     offset, page = 0, 5000
     while True:
-        got = col.get(include=["embeddings", "documents"], limit=page, offset=offset)
+        got = col.get(include=["embeddings", "documents", "metadatas"], limit=page, offset=offset)
         if not got["ids"]:
             break
         ids += got["ids"]
-        texts += [d or "" for d in got["documents"]]
+        # remy keeps the text in the record's metadata (older indexes: in documents).
+        texts += [
+            str((m or {}).get(TEXT_KEY) or d or "")
+            for d, m in zip(got["documents"], got["metadatas"])
+        ]
         vecs.append(np.asarray(got["embeddings"], dtype=np.float32))
         offset += len(got["ids"])
         if len(got["ids"]) < page:

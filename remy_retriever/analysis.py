@@ -236,6 +236,7 @@ _local = threading.local()
 # Stemming dominates analysis time, and vocabularies are Zipfian: memoise stems. Bounded;
 # reset when full. Dict reads/writes are atomic under the GIL, so threads may share it.
 _STEM_CACHE: dict[str, str] = {}
+_TERM_CACHE: dict[str, str] = {}
 _STEM_CACHE_MAX = 500_000
 
 
@@ -285,7 +286,20 @@ def _stem(words: list[str]) -> list[str]:
         if len(cache) + len(missing) > _STEM_CACHE_MAX:
             cache.clear()
         cache.update(zip(missing, _stemmer().stemWords(missing)))
-    return [cache[w] for w in words]
+    stems = list(map(cache.get, words))
+    if None in stems:  # another thread cleared the cache meanwhile: stem those directly
+        redo = iter(_stemmer().stemWords([w for w, t in zip(words, stems) if t is None]))
+        stems = [next(redo) if t is None else t for t in stems]
+    return stems  # type: ignore[return-value]
+
+
+def _terms_of(words: Iterable[str]) -> dict[str, str]:
+    """Surface form -> indexed term ("" for a stopword or an over-long token)."""
+    words = list(words)
+    norms = [_normalize(w) for w in words]
+    keep = [n not in STOPWORDS and len(n) <= _MAX_TOKEN_CHARS for n in norms]
+    stems = iter(_stem([n.replace("'", "") for n, k in zip(norms, keep) if k]))
+    return {w: next(stems) if k else "" for w, k in zip(words, keep)}
 
 
 def analyze(text: str) -> list[str]:
@@ -294,12 +308,19 @@ def analyze(text: str) -> list[str]:
     Same terms as :func:`analyze_spans`, on a faster path that skips offsets.
     """
     words = _WORD.findall(sanitize(text).replace("_", " "))
-    kept = []
-    for word in words:
-        norm = _normalize(word)
-        if norm not in STOPWORDS and len(norm) <= _MAX_TOKEN_CHARS:
-            kept.append(norm.replace("'", ""))
-    return [stem for stem in _stem(kept) if stem]
+    # Memoised per surface form (normalise, drop stopwords, stem): indexing a corpus
+    # meets the same few thousand words again and again.
+    cache = _TERM_CACHE
+    missing = {w for w in words if w not in cache}
+    if missing:
+        if len(cache) + len(missing) > _STEM_CACHE_MAX:
+            cache.clear()
+        cache.update(_terms_of(missing))
+    terms = list(map(cache.get, words))
+    if None in terms:  # another thread cleared the cache meanwhile
+        redo = _terms_of({w for w, t in zip(words, terms) if t is None})
+        terms = [redo[w] if t is None else t for w, t in zip(words, terms)]
+    return [t for t in terms if t]
 
 
 def analyze_query(text: str, *, max_terms: int = MAX_QUERY_TERMS) -> list[str]:

@@ -22,39 +22,19 @@ and this metadata:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import Any
 
 from langchain_core.documents import Document
 
 from remy_retriever import InvalidInputError, SearchHit
+from remy_retriever.flatten import FLAT_KEYS, SHADOW_KEY, hit_from_metadata, hit_to_metadata
 
 __all__ = ["RESERVED_KEYS", "SHADOW_KEY", "document_to_hit", "hit_to_document", "hits_to_documents"]
 
-#: Where user metadata that collides with one of our keys is kept.
-SHADOW_KEY = "remy_shadowed"
-
-#: Metadata keys this package writes; every other key is the chunk's own metadata.
-RESERVED_KEYS = frozenset(
-    {
-        "citation",
-        "source",
-        "title",
-        "document_id",
-        "chunk_index",
-        "heading_path",
-        "score",
-        "retrieval_rank",
-        "retrieval_score",
-        "relevance_score",
-        "explain",
-        "neighbors",
-        "matches",
-        SHADOW_KEY,
-    }
-)
-
-_OPTIONAL_WIRE_KEYS = ("explain", "neighbors", "matches")
+#: Metadata keys this package writes (the core's flat layout, plus the reranker's
+#: ``relevance_score``); every other key is the chunk's own metadata.
+RESERVED_KEYS = FLAT_KEYS | {"relevance_score"}
 
 
 def hit_to_document(hit: SearchHit) -> Document:
@@ -62,26 +42,7 @@ def hit_to_document(hit: SearchHit) -> Document:
     if not isinstance(hit, SearchHit):
         msg = f"hit_to_document takes a remy SearchHit, got {type(hit).__name__} {hit!r:.80}"
         raise InvalidInputError(msg)
-    wire = hit.to_dict()
-    citation = hit.citation
-    metadata: dict[str, Any] = {k: v for k, v in hit.metadata.items() if k not in RESERVED_KEYS}
-    metadata.update(
-        citation=wire["citation"],
-        source=citation.source,
-        title=citation.title,
-        document_id=citation.document_id,
-        chunk_index=citation.chunk_index,
-        heading_path=list(citation.heading_path),
-        score=hit.score,
-        retrieval_rank=hit.retrieval_rank,
-        retrieval_score=hit.retrieval_score,
-    )
-    for key in _OPTIONAL_WIRE_KEYS:
-        if key in wire:
-            metadata[key] = wire[key]
-    shadowed = {k: v for k, v in hit.metadata.items() if k in RESERVED_KEYS}
-    if shadowed:
-        metadata[SHADOW_KEY] = shadowed
+    metadata = hit_to_metadata(hit, reserved=RESERVED_KEYS)
     return Document(id=hit.id, page_content=hit.text, metadata=metadata)
 
 
@@ -101,30 +62,12 @@ def document_to_hit(document: Document) -> SearchHit:
     if not isinstance(document, Document):
         msg = f"document_to_hit takes a LangChain Document, got {type(document).__name__}"
         raise InvalidInputError(msg)
-    meta = document.metadata
-    citation = meta.get("citation")
-    if not isinstance(citation, Mapping) or "score" not in meta:
-        msg = (
-            f"Document {document.id!r} has no remy citation/score in its metadata "
-            f"(keys: {sorted(meta)[:12]}); document_to_hit converts only Documents made by "
-            "RemyRetriever or hits_to_documents"
-        )
-        raise InvalidInputError(msg)
-    chunk_id = document.id or f"{citation['documentId']}#{citation['chunkIndex']}"
-    wire: dict[str, Any] = {
-        "id": chunk_id,
-        "score": meta["score"],
-        "text": document.page_content,
-        "citation": citation,
-    }
-    if meta.get("retrieval_rank") is not None:
-        wire["retrievalRank"] = meta["retrieval_rank"]
-    if meta.get("retrieval_score") is not None:
-        wire["retrievalScore"] = meta["retrieval_score"]
-    for key in _OPTIONAL_WIRE_KEYS:
-        if meta.get(key) is not None:
-            wire[key] = meta[key]
-    user = {k: v for k, v in meta.items() if k not in RESERVED_KEYS}
-    user.update(meta.get(SHADOW_KEY) or {})
-    wire["metadata"] = user
-    return SearchHit.from_dict(wire)
+    meta: dict[str, Any] = dict(document.metadata)
+    return hit_from_metadata(
+        document.id,
+        document.page_content,
+        meta,
+        reserved=RESERVED_KEYS,
+        what=f"Document {document.id!r} (document_to_hit converts only Documents made by "
+        "RemyRetriever or hits_to_documents)",
+    )

@@ -24,7 +24,7 @@ A hit becomes ``NodeWithScore(node=TextNode(...), score=hit.score)`` where the T
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import Any
 
 from llama_index.core.schema import (
@@ -38,6 +38,7 @@ from llama_index.core.schema import (
 
 from remy_retriever import Citation, InvalidInputError, SearchHit
 from remy_retriever.documents import chunk_id
+from remy_retriever.flatten import FLAT_KEYS, SHADOW_KEY, hit_from_metadata, hit_to_metadata
 
 __all__ = [
     "HIDDEN_KEYS",
@@ -47,9 +48,6 @@ __all__ = [
     "hits_to_nodes",
     "node_to_hit",
 ]
-
-#: Where user metadata that collides with one of our keys is kept.
-SHADOW_KEY = "remy_shadowed"
 
 #: Metadata keys kept out of the text given to embedders and LLMs.
 HIDDEN_KEYS = (
@@ -64,11 +62,7 @@ HIDDEN_KEYS = (
 )
 
 #: Metadata keys this package writes; every other key is the chunk's own metadata.
-RESERVED_KEYS = frozenset(
-    {*HIDDEN_KEYS, "source", "title", "document_id", "chunk_index", "heading_path"}
-)
-
-_OPTIONAL_WIRE_KEYS = ("explain", "neighbors", "matches")
+RESERVED_KEYS = FLAT_KEYS
 
 
 def relationships(citation: Citation) -> dict[NodeRelationship, RelatedNodeInfo]:
@@ -91,26 +85,8 @@ def hit_to_node(hit: SearchHit) -> NodeWithScore:
     if not isinstance(hit, SearchHit):
         msg = f"hit_to_node takes a remy SearchHit, got {type(hit).__name__} {hit!r:.80}"
         raise InvalidInputError(msg)
-    wire = hit.to_dict()
     citation = hit.citation
-    metadata: dict[str, Any] = {k: v for k, v in hit.metadata.items() if k not in RESERVED_KEYS}
-    metadata.update(
-        citation=wire["citation"],
-        source=citation.source,
-        title=citation.title,
-        document_id=citation.document_id,
-        chunk_index=citation.chunk_index,
-        heading_path=list(citation.heading_path),
-        score=hit.score,
-        retrieval_rank=hit.retrieval_rank,
-        retrieval_score=hit.retrieval_score,
-    )
-    for key in _OPTIONAL_WIRE_KEYS:
-        if key in wire:
-            metadata[key] = wire[key]
-    shadowed = {k: v for k, v in hit.metadata.items() if k in RESERVED_KEYS}
-    if shadowed:
-        metadata[SHADOW_KEY] = shadowed
+    metadata = hit_to_metadata(hit, reserved=RESERVED_KEYS)
     node = TextNode(
         id_=hit.id,
         text=hit.text,
@@ -143,31 +119,12 @@ def node_to_hit(node: NodeWithScore | BaseNode) -> SearchHit:
     if not isinstance(node, BaseNode):
         msg = f"node_to_hit takes a NodeWithScore or a node, got {type(node).__name__}"
         raise InvalidInputError(msg)
-    meta = node.metadata
-    citation = meta.get("citation")
-    if score is None:
-        score = meta.get("score")
-    if not isinstance(citation, Mapping) or score is None:
-        msg = (
-            f"node {node.node_id!r} has no remy citation/score in its metadata "
-            f"(keys: {sorted(meta)[:12]}); node_to_hit converts only nodes made by "
-            "RemyRetriever or hits_to_nodes"
-        )
-        raise InvalidInputError(msg)
-    wire: dict[str, Any] = {
-        "id": node.node_id,
-        "score": score,
-        "text": node.get_content(),
-        "citation": citation,
-    }
-    if meta.get("retrieval_rank") is not None:
-        wire["retrievalRank"] = meta["retrieval_rank"]
-    if meta.get("retrieval_score") is not None:
-        wire["retrievalScore"] = meta["retrieval_score"]
-    for key in _OPTIONAL_WIRE_KEYS:
-        if meta.get(key) is not None:
-            wire[key] = meta[key]
-    user = {k: v for k, v in meta.items() if k not in RESERVED_KEYS}
-    user.update(meta.get(SHADOW_KEY) or {})
-    wire["metadata"] = user
-    return SearchHit.from_dict(wire)
+    return hit_from_metadata(
+        node.node_id,
+        node.get_content(),
+        node.metadata,
+        score=score,
+        reserved=RESERVED_KEYS,
+        what=f"node {node.node_id!r} (node_to_hit converts only nodes made by RemyRetriever "
+        "or hits_to_nodes)",
+    )
