@@ -80,6 +80,8 @@ _SEEN: weakref.WeakKeyDictionary[Any, dict[str, str]] = weakref.WeakKeyDictionar
 _RELOAD_LOCK = threading.Lock()
 #: Reads reload a stale embedded view at most this often (seconds); writes always do.
 READ_RELOAD_INTERVAL = 1.0
+#: A read's freshness check reuses a generation read this recently (seconds).
+GENERATION_MAX_AGE = 0.1
 
 
 class DenseStore:
@@ -112,6 +114,7 @@ class DenseStore:
         self._embedded = _is_embedded(client)
         self._system = _system_of(client)
         self._reloaded_at = 0.0
+        self._generation_read: tuple[str, float] | None = None
         #: The store's writer lock (set by the owner). A read never reloads the view
         #: while anyone writes: an in-flight write could be missed by the new view.
         self.write_lock: Any = None
@@ -133,7 +136,8 @@ class DenseStore:
         and in-memory stores."""
         if not self._embedded:
             return False
-        generation = self.generation()
+        # A read may reuse the generation its search read a moment ago (lexical catch-up).
+        generation = self.generation(max_age=0 if write or force else GENERATION_MAX_AGE)
         if not force and self._system is not None:
             if _SEEN.get(self._system, {}).get(self.name) == generation:
                 return False
@@ -237,14 +241,21 @@ class DenseStore:
 
     # -- generation -------------------------------------------------------------------
 
-    def generation(self) -> str:
-        """The current write generation, read fresh from the server."""
+    def generation(self, *, max_age: float = 0.0) -> str:
+        """The current write generation, read from the server; ``max_age``: a value this
+        store read (or wrote) at most that many seconds ago will do (one search checks
+        freshness twice, lexical and dense, and one read serves both)."""
+        cached = self._generation_read
+        if max_age > 0 and cached is not None and time.monotonic() - cached[1] <= max_age:
+            return cached[0]
 
         def read() -> str:
             col = self.client.get_collection(self.name, embedding_function=None)
             return str((col.metadata or {}).get(GENERATION_KEY, ""))
 
-        return self._call("read the collection generation", read)
+        value = self._call("read the collection generation", read)
+        self._generation_read = (value, time.monotonic())
+        return value
 
     def bump_generation(self) -> str:
         token = uuid.uuid4().hex
@@ -255,6 +266,7 @@ class DenseStore:
             self.collection.modify(metadata=meta)
 
         self._call("update the collection generation", write)
+        self._generation_read = (token, time.monotonic())
         if self._system is not None:  # our own write: our view reflects it
             _SEEN.setdefault(self._system, {})[self.name] = token
         return token
@@ -318,10 +330,9 @@ class DenseStore:
         limit: int | None = None,
         offset: int | None = None,
     ) -> list[Record]:
-        # The text is in the metadata (older records: in ``documents``).
-        include = ["metadatas", "documents"] if documents else ["metadatas"]
-        if not (documents or metadatas):
-            include = []
+        # The text is in the metadata; records of older versions keep it in ``documents``
+        # (fetched separately, only for them).
+        include = ["metadatas"] if documents or metadatas else []
         if ids is not None and not ids:
             return []
         result = self._call(
@@ -334,6 +345,8 @@ class DenseStore:
                 offset=offset,
             ),
         )
+        if documents:
+            _fill_legacy_text(self, result)
         return _records(result, metadatas=metadatas)
 
     def missing_vectors(self, ids: Sequence[str], *, batch: int = 1000) -> list[str]:
@@ -433,15 +446,16 @@ class DocumentTable:
     ) -> dict[str, tuple[str, dict[str, Any]]]:
         if not ids:
             return {}
-        include = ["documents", "metadatas"] if text else ["metadatas"]
         out: dict[str, tuple[str, dict[str, Any]]] = {}
         for lo in range(0, len(ids), 1000):
             part = list(ids[lo : lo + 1000])
 
             def read(part: list[str] = part) -> Any:
-                return self.collection.get(ids=part, include=include)
+                return self.collection.get(ids=part, include=["metadatas"])
 
             result = self._dense._call("read documents", read)
+            if text:
+                _fill_legacy_text(self._dense, result, self.collection)
             for i, d, m in _records(result, metadatas=True):
                 out[i] = (d, m)
         return out
@@ -473,17 +487,31 @@ def _with_text(
     return [{**m, TEXT_KEY: t} for m, t in zip(metadatas, texts)]
 
 
+def _fill_legacy_text(store: DenseStore, result: dict[str, Any], collection: Any = None) -> None:
+    """Records written before the text moved into the metadata: read their ``documents``
+    and put the text where :func:`_records` looks for it."""
+    metas = result.get("metadatas") or []
+    legacy = [i for i, m in zip(result["ids"], metas) if TEXT_KEY not in (m or {})]
+    if not legacy:
+        return
+    col = collection if collection is not None else store.collection
+    got = store._call("read texts", lambda: col.get(ids=legacy, include=["documents"]))
+    texts = dict(zip(got["ids"], got.get("documents") or []))
+    result["metadatas"] = [
+        m if TEXT_KEY in (m or {}) else {**(m or {}), TEXT_KEY: texts.get(i) or ""}
+        for i, m in zip(result["ids"], metas)
+    ]
+
+
 def _records(result: Mapping[str, Any], *, metadatas: bool) -> list[Record]:
-    """``(id, text, metadata)`` from a Chroma ``get`` result; the text comes out of the
-    metadata (or, for records of older versions, out of ``documents``)."""
+    """``(id, text, metadata)`` from a Chroma ``get`` result (text out of the metadata)."""
     ids = result["ids"]
-    docs = result.get("documents") or [None] * len(ids)
     metas = result.get("metadatas") or [None] * len(ids)
     out: list[Record] = []
-    for i, d, m in zip(ids, docs, metas):
+    for i, m in zip(ids, metas):
         meta = dict(m or {})
         text = meta.pop(TEXT_KEY, None)
-        out.append((i, str(text if text is not None else (d or "")), meta if metadatas else {}))
+        out.append((i, str(text or ""), meta if metadatas else {}))
     return out
 
 

@@ -274,3 +274,32 @@ def test_doctor_detects_and_repairs_drift(retriever: Retriever) -> None:
     retriever.add(_tenant_docs())
     hits = retriever.search("install the agent", mode="lexical", where={"tenant": "a"}, k=1)
     assert hits[0].citation.document_id == "a-install"
+
+
+def test_text_lives_in_metadata_and_older_records_still_read(retriever: Retriever) -> None:
+    """Chunk and document texts are stored in record metadata (Chroma's ``documents``
+    field, which Chroma full-text-indexes, stays empty); records written the older way,
+    with the text in ``documents``, still read back whole."""
+    from remy_retriever.stores.dense import TEXT_KEY
+
+    retriever.add([Document(id="guide", text=GUIDE, title="Guide")])
+    raw = retriever.dense.collection.get(include=["documents", "metadatas"])
+    assert all(d is None for d in raw["documents"])
+    assert all(TEXT_KEY in m for m in raw["metadatas"])
+    # Rewrite every chunk and the document record the older way.
+    for col in (retriever.dense.collection, retriever._docs.collection):
+        got = col.get(include=["metadatas", "embeddings"])
+        texts = [m.pop(TEXT_KEY) for m in got["metadatas"]]
+        col.delete(ids=got["ids"])
+        col.add(
+            ids=got["ids"],
+            embeddings=got["embeddings"],
+            documents=texts,
+            metadatas=got["metadatas"],
+        )
+    assert retriever.get_documents(["guide"])["guide"].document.text == GUIDE
+    for mode in MODES:
+        hits = retriever.search("homebrew on a mac", mode=mode, k=1)
+        assert hits[0].text.startswith("Guide > Install > macOS"), mode
+        assert TEXT_KEY not in hits[0].metadata
+    assert retriever.doctor().ok
