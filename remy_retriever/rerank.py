@@ -101,19 +101,18 @@ class CrossEncoderReranker:
 
     def score(self, query: str, texts: Sequence[str]) -> list[float]:
         keys = [_key(query, t) for t in texts]
-        todo = {k: t for k, t in zip(keys, texts) if k not in self._cache}
+        known = {k: v for k in keys if (v := self._cache.get(k)) is not None}
+        todo = {k: t for k, t in zip(keys, texts) if k not in known}
         if todo:
+            # Scores of this call are read from ``known``, never back from the LRU, so a
+            # small (or zero) cache never makes a pair be scored twice.
             raw = self._predict(query, list(todo.values()))
-            for k, value in zip(todo, raw):
-                self._cache[k] = value
-            while len(self._cache) > self._cache_size:
-                self._cache.popitem(last=False)
-        out: list[float] = []
-        for k, text in zip(keys, texts):
-            cached = self._cache.get(k)
-            # A score evicted within this very call (huge batches) is recomputed.
-            out.append(cached if cached is not None else self._predict(query, [text])[0])
-        return out
+            known.update(zip(todo, raw))
+            if self._cache_size > 0:
+                self._cache.update(zip(todo, raw))
+                while len(self._cache) > self._cache_size:
+                    self._cache.popitem(last=False)
+        return [known[k] for k in keys]
 
     def _predict(self, query: str, texts: list[str]) -> list[float]:
         import numpy as np
