@@ -887,10 +887,15 @@ def _targets(data: dict[str, Any]) -> list[dict[str, Any]]:
         probe = s100.get("ours_add_delete_1000") or {}
         for key in ("add_visible_s", "delete_visible_s"):
             v = probe.get(key)
+            op = key.split("_")[0]
+            call = probe.get(f"{op}_call_s")
+            measured = f"{v} s from the call's start"
+            if v is not None and call is not None:
+                measured += f" (the call {call} s; visible {max(v - call, 0):.3f} s after it)"
             out.append(
                 {
-                    "target": f"100k {key.split('_')[0]} 1,000 chunks visible in both < 1 s",
-                    "measured": f"{v} s",
+                    "target": f"100k {op} 1,000 chunks visible in both < 1 s",
+                    "measured": measured,
                     "met": v is not None and v < 1.0,
                 }
             )
