@@ -231,13 +231,24 @@ def build_ours(
 
 
 def bulk_ours(
-    texts: list[str], vectors: np.ndarray, queries: Any, root: Path, budget_s: float
+    texts: list[str],
+    vectors: np.ndarray,
+    queries: Any,
+    root: Path,
+    budget_s: float,
+    *,
+    documents_for_peers: bool = False,
 ) -> tuple[Any, Any, dict[str, Any]]:
     """Bulk-load through the two stores directly (the brief allows it): Chroma upserts of
     Chroma's max batch with the full 13-key chunk metadata ``Retriever.add`` writes, and
     lexical commits of 10,000 records; no document table (search does not read it).
-    Then the lexical state is stamped in sync, as ``Retriever.add`` does."""
+    Then the lexical state is stamped in sync, as ``Retriever.add`` does.
+
+    ``documents_for_peers``: also write each text into Chroma's ``documents`` (remy keeps
+    it in the metadata), for peers that wrap this collection and read ``documents``;
+    it makes this ingest slower (Chroma full-text-indexes ``documents``)."""
     from remy_retriever import Retriever
+    from remy_retriever.stores.dense import TEXT_KEY
     from remy_retriever.stores.lexical import LexicalRecord
 
     embedder = common.CachedEmbedder(None, queries, tokenizer=False)
@@ -275,6 +286,16 @@ def bulk_ours(
         t0 = time.perf_counter()
         for a in range(0, hi - lo, step):
             b = min(hi - lo, a + step)
+            if documents_for_peers:
+                r.dense.collection.upsert(
+                    ids=ids[a:b],
+                    embeddings=np.asarray(vectors[lo + a : lo + b]),
+                    documents=texts[lo + a : lo + b],
+                    metadatas=[
+                        {**m, TEXT_KEY: t} for m, t in zip(metas[a:b], texts[lo + a : lo + b])
+                    ],
+                )
+                continue
             r.dense.upsert(
                 ids[a:b], np.asarray(vectors[lo + a : lo + b]), texts[lo + a : lo + b], metas[a:b]
             )
@@ -309,7 +330,8 @@ def bulk_ours(
         msg = f"expected {n} chunks, got {r.count()} / {r.lexical.count()}"
         raise RuntimeError(msg)
     ingest: dict[str, Any] = {
-        "path": "bulk: DenseStore.upsert + LexicalIndex.apply (no document table)",
+        "path": "bulk: DenseStore.upsert + LexicalIndex.apply (no document table)"
+        + (" + text in documents for the peers" if documents_for_peers else ""),
         "total_s": round(total, 2),
         "chunks_per_s": round(n / total, 1),
         "dense_chunks_per_s": round(n / max(dense_s, 1e-9), 1),
@@ -606,8 +628,16 @@ def worker(args: argparse.Namespace) -> dict[str, Any]:
             r, embedder, ingest = reuse_ours(texts, vectors, queries, Path(args.reuse_index))
             tmp_remy = Path(args.reuse_index)
         elif args.ingest == "bulk":
+            peers_read_it = args.peer_chroma == "shared" and bool(
+                {"langchain", "llamaindex"} & set(args.peers)
+            )
             r, embedder, ingest = bulk_ours(
-                texts, vectors, queries, tmp / "remy", args.ingest_budget
+                texts,
+                vectors,
+                queries,
+                tmp / "remy",
+                args.ingest_budget,
+                documents_for_peers=peers_read_it,
             )
         else:
             r, embedder, ingest = build_ours(
