@@ -172,13 +172,17 @@ def build_ours(
     root: Path,
     batch_size: int,
     budget_s: float,
+    *,
+    hnsw: dict[str, int] | None = None,
 ) -> tuple[Any, Any, dict[str, Any]]:
     from remy_retriever import Retriever
 
     embedder = common.CachedEmbedder(common.VectorTable(texts, vectors), queries, tokenizer=False)
     # max_tokens=512 keeps every synthetic document one chunk (the generous approximate
     # token counter is used: the synthetic words are not real WordPiece vocabulary).
-    r = Retriever(root, collection="scale", embedder=embedder, progress=False, max_tokens=512)
+    r = Retriever(
+        root, collection="scale", embedder=embedder, progress=False, max_tokens=512, hnsw=hnsw
+    )
     timers = _Timers()
     timers.wrap(r.dense, "upsert", "dense_upsert_s")
     timers.wrap(r._docs, "upsert", "document_table_s")
@@ -238,6 +242,7 @@ def bulk_ours(
     budget_s: float,
     *,
     documents_for_peers: bool = False,
+    hnsw: dict[str, int] | None = None,
 ) -> tuple[Any, Any, dict[str, Any]]:
     """Bulk-load through the two stores directly (the brief allows it): Chroma upserts of
     Chroma's max batch with the full 13-key chunk metadata ``Retriever.add`` writes, and
@@ -253,7 +258,9 @@ def bulk_ours(
 
     embedder = common.CachedEmbedder(None, queries, tokenizer=False)
     embedder.docs = common.VectorTable(texts, vectors)
-    r = Retriever(root, collection="scale", embedder=embedder, progress=False, max_tokens=512)
+    r = Retriever(
+        root, collection="scale", embedder=embedder, progress=False, max_tokens=512, hnsw=hnsw
+    )
     target = len(texts)
     step = r.dense.max_batch
     dense_s = lexical_s = 0.0
@@ -356,14 +363,21 @@ def bulk_ours(
 
 
 def reuse_ours(
-    texts: list[str], vectors: np.ndarray, queries: Any, root: Path
+    texts: list[str],
+    vectors: np.ndarray,
+    queries: Any,
+    root: Path,
+    *,
+    hnsw: dict[str, int] | None = None,
 ) -> tuple[Any, Any, dict[str, Any]]:
     """Open an index an earlier (interrupted) worker bulk-loaded with the same corpus."""
     from remy_retriever import Retriever
 
     embedder = common.CachedEmbedder(None, queries, tokenizer=False)
     embedder.docs = common.VectorTable(texts, vectors)
-    r = Retriever(root, collection="scale", embedder=embedder, progress=False, max_tokens=512)
+    r = Retriever(
+        root, collection="scale", embedder=embedder, progress=False, max_tokens=512, hnsw=hnsw
+    )
     n = r.count()
     if n != len(texts) or r.lexical.count() != n:
         msg = f"reused index has {n} / {r.lexical.count()} chunks, expected {len(texts)}"
@@ -608,6 +622,7 @@ def _measure(record: dict[str, Any], name: str) -> Iterator[None]:
 
 def worker(args: argparse.Namespace) -> dict[str, Any]:
     n = args.worker_size
+    hnsw = {"ef_construction": args.ef_construction} if args.ef_construction else None
     data = Path(args.data)
     texts, vectors, qtexts, qvecs = _load(data, n)
     qtexts, qvecs = qtexts[: args.queries], qvecs[: args.queries]
@@ -625,7 +640,9 @@ def worker(args: argparse.Namespace) -> dict[str, Any]:
         print(f"[scale] {n:,}: ours ingest", flush=True)
         t0 = time.perf_counter()
         if args.reuse_index:
-            r, embedder, ingest = reuse_ours(texts, vectors, queries, Path(args.reuse_index))
+            r, embedder, ingest = reuse_ours(
+                texts, vectors, queries, Path(args.reuse_index), hnsw=hnsw
+            )
             tmp_remy = Path(args.reuse_index)
         elif args.ingest == "bulk":
             peers_read_it = args.peer_chroma == "shared" and bool(
@@ -638,10 +655,17 @@ def worker(args: argparse.Namespace) -> dict[str, Any]:
                 tmp / "remy",
                 args.ingest_budget,
                 documents_for_peers=peers_read_it,
+                hnsw=hnsw,
             )
         else:
             r, embedder, ingest = build_ours(
-                texts, vectors, queries, tmp / "remy", args.batch_size, args.ingest_budget
+                texts,
+                vectors,
+                queries,
+                tmp / "remy",
+                args.batch_size,
+                args.ingest_budget,
+                hnsw=hnsw,
             )
 
         if not args.reuse_index:
@@ -1043,6 +1067,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         default="own",
         help="peer hybrids build their own Chroma collection (default) or query ours'",
     )
+    p.add_argument(
+        "--ef-construction",
+        type=int,
+        default=None,
+        help="create ours' collection with this HNSW ef_construction (Chroma's default: 100)",
+    )
     p.add_argument("--reuse-index", default=None, help=argparse.SUPPRESS)
     p.add_argument("--worker-size", type=int, default=None, help=argparse.SUPPRESS)
     p.add_argument("--data", default=None, help=argparse.SUPPRESS)
@@ -1069,6 +1099,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "queries": args.queries,
             "batch_size": args.batch_size,
             "words_per_chunk": "60-139",
+            "ef_construction": args.ef_construction or "Chroma's default (100)",
         },
         "sizes": [],
     }
@@ -1088,6 +1119,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "--rank-bm25-max",
             str(args.rank_bm25_max),
             *(["--reuse-index", args.reuse_index] if args.reuse_index else []),
+            *(["--ef-construction", str(args.ef_construction)] if args.ef_construction else []),
             "--ingest",
             args.ingest,
             "--peer-chroma",

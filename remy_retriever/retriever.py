@@ -15,7 +15,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -41,7 +41,7 @@ from .hits import BranchExplain, Citation, SearchExplain, SearchHit
 from .locking import LOCK_FILE, WriterLock
 from .rerank import Reranker, resolve_reranker
 from .retry import RetryPolicy
-from .stores.dense import DenseStore, DocumentTable, Record
+from .stores.dense import DenseStore, DocumentTable, Record, check_hnsw
 from .stores.lexical import LexicalIndex, LexicalIndexCorruptError, LexicalRecord
 from .validation import as_list, check_storable
 
@@ -72,6 +72,10 @@ _EMBED_QUERY_CHARS = 4_000
 #: Writers stamp chunks with their clock; catch-up looks this far back before its last
 #: sync to allow for clock skew and slow writes between instances.
 SYNC_MARGIN_MS = 5 * 60 * 1000
+#: ``add()`` embeds batch by batch but writes once this many chunks are ready (or at
+#: the end). At 100k chunks, four writes of 256 documents took 4.1 s where one of 1,000
+#: takes about 3 s (see benchmarks/README.md, "Incremental add and delete").
+WRITE_GROUP_CHUNKS = 2048
 _COLLECTION_NAME = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9._-]{1,510})[a-zA-Z0-9]")
 INGEST_SUFFIXES = (".md", ".markdown", ".txt", ".rst")
 
@@ -140,6 +144,24 @@ class IngestReport:
     chunks_deleted: int = 0
 
 
+@dataclass(frozen=True)
+class _Planned:
+    """One batch of new or changed documents, chunked and embedded, not yet written."""
+
+    vectors: np.ndarray
+    ids: list[str] = field(default_factory=list)
+    texts: list[str] = field(default_factory=list)
+    metas: list[dict[str, Any]] = field(default_factory=list)
+    records: list[LexicalRecord] = field(default_factory=list)
+    stale: list[str] = field(default_factory=list)
+    bounds: list[int] = field(default_factory=list)  # where each document's chunks end
+    doc_ids: list[str] = field(default_factory=list)
+    doc_texts: list[str] = field(default_factory=list)
+    doc_metas: list[dict[str, Any]] = field(default_factory=list)
+    added: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+
+
 class Retriever:
     """Hybrid retrieval over a Chroma collection: dense (Chroma), lexical (BM25 on
     tantivy) and hybrid (weighted reciprocal-rank fusion), with cited results.
@@ -165,6 +187,12 @@ class Retriever:
     stamped since its last sync (less a 5-minute clock-skew margin) are re-indexed if
     their hash changed, and if the chunk counts then disagree, ids gone from Chroma are
     dropped. So several retrievers writing to one server see each other's writes.
+
+    HNSW settings: ``hnsw={"ef_construction": 64, "max_neighbors": 16, "ef_search": 100}``
+    (any subset) applies to a collection created now; an existing one must match.
+    Chroma's defaults are 100 / 16 / 100. Chroma's HNSW insertion is most of the cost
+    of a write once the collection is large: at 100k chunks ``ef_construction`` 64 built
+    1.4x and 32 2.0x as fast as 100 here, at some cost in recall (see benchmarks/README.md).
     """
 
     def __init__(
@@ -181,7 +209,9 @@ class Retriever:
         lock_timeout: float = 10.0,
         reranker: Reranker | str | None = None,
         retry: RetryPolicy | None = None,
+        hnsw: Mapping[str, int] | None = None,
     ) -> None:
+        check_hnsw(hnsw)  # before anything is opened or created
         if client is not None and path is not None:
             msg = f"pass either a path ({path!r}) or a client, not both"
             raise InvalidInputError(msg)
@@ -207,7 +237,13 @@ class Retriever:
             store_dir = _embedded_dir(client)
         resolved = None if embedder is None else resolve_embedder(embedder)
         self._dense = DenseStore(
-            client, collection, embedder=resolved, create=create, server=server, retry=retry
+            client,
+            collection,
+            embedder=resolved,
+            create=create,
+            server=server,
+            retry=retry,
+            hnsw=hnsw,
         )
         self._docs = DocumentTable(self._dense)
         if lexical_path is None:
@@ -329,7 +365,11 @@ class Retriever:
     ) -> IngestReport:
         """Add or replace documents. Idempotent: unchanged documents (same content hash)
         are skipped without re-embedding; a changed document replaces its old chunks in
-        both indexes. Each document is written whole or not at all."""
+        both indexes. Each document is written whole or not at all.
+
+        ``batch_size``: documents chunked and embedded per step (the progress bar moves
+        per step). Writes are grouped: both indexes are written once
+        :data:`WRITE_GROUP_CHUNKS` chunks are ready, and at the end."""
         docs = as_list(documents, "add()", "[Document(id='guide', text='...')]")
         _check_int("batch_size", batch_size)
         seen: set[str] = set()
@@ -348,19 +388,36 @@ class Retriever:
         unchanged: list[str] = []
         written = deleted = 0
         bar = _progress_bar(show, len(docs))
+        pending: list[_Planned] = []
+
+        def flush() -> None:
+            nonlocal written, deleted
+            report = self._write_planned(pending)
+            added.extend(report.added)
+            updated.extend(report.updated)
+            written += report.chunks_written
+            deleted += report.chunks_deleted
+            pending.clear()
+
         try:
             with self._write_lock:
                 self._repair_if_interrupted()
                 for start in range(0, len(docs), batch_size):
                     batch = docs[start : start + batch_size]
-                    report = self._add_batch(batch)
-                    added += report.added
-                    updated += report.updated
-                    unchanged += report.unchanged
-                    written += report.chunks_written
-                    deleted += report.chunks_deleted
+                    planned, same = self._plan_batch(batch)
+                    unchanged += same
+                    if planned is not None:
+                        pending.append(planned)
+                    # Embedding goes batch by batch (bounded memory, a moving progress
+                    # bar); writing waits for a group of WRITE_GROUP_CHUNKS chunks: per
+                    # write, Chroma, tantivy's commit and the sync state each have a
+                    # fixed cost, and larger Chroma calls spread its work over both cores.
+                    if sum(len(p.ids) for p in pending) >= WRITE_GROUP_CHUNKS:
+                        flush()
                     if bar is not None:
                         bar.update(len(batch))
+                if pending:
+                    flush()
         finally:
             if bar is not None:
                 bar.close()
@@ -370,7 +427,9 @@ class Retriever:
         model = json.dumps(getattr(self.embedder, "model_id", type(self.embedder).__name__))
         return f"v1|{model}|{self.max_tokens}"
 
-    def _add_batch(self, docs: Sequence[Document]) -> IngestReport:
+    def _plan_batch(self, docs: Sequence[Document]) -> tuple[_Planned | None, list[str]]:
+        """Chunk and embed the documents of one batch that are new or changed; returns
+        them ready to write (or None) and the ids of the unchanged ones."""
         existing = self._existing(doc.id for doc in docs)
         signature = self._chunker_signature()
         plans: list[tuple[Document, list[Chunk], str, str | None]] = []
@@ -390,7 +449,7 @@ class Retriever:
             )
             plans.append((doc, chunks, doc_hash, None if old is None else old["created"]))
         if not plans:
-            return IngestReport(unchanged=tuple(unchanged))
+            return None, unchanged
         texts = [c.display_text for _, chunks, _, _ in plans for c in chunks]
         vectors = (
             as_matrix(self.embedder.embed_documents(texts), len(texts))
@@ -400,23 +459,25 @@ class Retriever:
         now = datetime.now(timezone.utc)
         now_iso = now.isoformat().replace("+00:00", "Z")
         now_ms = int(now.timestamp() * 1000)
-        ids: list[str] = []
-        metas: list[dict[str, Any]] = []
-        records: list[LexicalRecord] = []
-        stale: list[str] = []
-        bounds: list[int] = []  # index in ids where each document's chunks end
-        doc_metas: list[dict[str, Any]] = []
+        planned = _Planned(vectors=vectors)
         for doc, chunks, doc_hash, created in plans:
-            doc_metas.append(
+            planned.doc_ids.append(doc.id)
+            planned.doc_texts.append(doc.text)
+            planned.doc_metas.append(
                 _document_metadata(doc, doc_hash, len(chunks), created or now_iso, now_iso)
             )
+            if created is None:
+                planned.added.append(doc.id)
+            else:
+                planned.updated.append(doc.id)
             for chunk in chunks:
                 meta = _chunk_metadata(doc, chunk, doc_hash, len(chunks), created or now_iso)
                 meta[_UPDATED] = now_iso
                 meta[_UPDATED_MS] = now_ms
-                ids.append(chunk.id)
-                metas.append(meta)
-                records.append(
+                planned.ids.append(chunk.id)
+                planned.texts.append(chunk.display_text)
+                planned.metas.append(meta)
+                planned.records.append(
                     LexicalRecord(
                         chunk.id,
                         doc.id,
@@ -425,11 +486,32 @@ class Retriever:
                         str(meta[_CHUNK_HASH]),
                     )
                 )
-            bounds.append(len(ids))
+            planned.bounds.append(len(planned.ids))
             old = existing.get(doc.id)
             if old is not None:
                 keep = {c.id for c in chunks}
-                stale += [i for i in old["ids"] if i not in keep]
+                planned.stale.extend(i for i in old["ids"] if i not in keep)
+        return planned, unchanged
+
+    def _write_planned(self, group: Sequence[_Planned]) -> IngestReport:
+        """Write planned batches to both indexes: Chroma first (the source of truth),
+        then the lexical index in one commit, then the sync state."""
+        ids = [i for p in group for i in p.ids]
+        texts = [t for p in group for t in p.texts]
+        metas = [m for p in group for m in p.metas]
+        records = [r for p in group for r in p.records]
+        stale = [i for p in group for i in p.stale]
+        bounds: list[int] = []  # index in ids where each document's chunks end
+        offset = 0
+        for p in group:
+            bounds += [offset + b for b in p.bounds]
+            offset += len(p.ids)
+        dims = {p.vectors.shape[1] for p in group if len(p.ids)}
+        vectors = (
+            np.concatenate([p.vectors for p in group if len(p.ids)])
+            if dims
+            else np.zeros((0, 0), dtype=np.float32)
+        )
         self._lexical.check_capacity(records)  # refuse before writing anything
         generation_before = self._dense.generation()
         self._lexical.save_state({**self._lexical.state, "dirty": True})
@@ -441,13 +523,15 @@ class Retriever:
             lo = hi
         self._dense.delete(stale)
         self._docs.upsert(
-            [d.id for d, _, _, _ in plans], [d.text for d, _, _, _ in plans], doc_metas
+            [d for p in group for d in p.doc_ids],
+            [t for p in group for t in p.doc_texts],
+            [m for p in group for m in p.doc_metas],
         )
         self._lexical.apply(upserts=records, deletes=stale)
         self._mark_written(generation_before)
-        added = tuple(d.id for d, _, _, c in plans if c is None)
-        updated = tuple(d.id for d, _, _, c in plans if c is not None)
-        return IngestReport(added, updated, tuple(unchanged), len(ids), len(stale))
+        added = tuple(d for p in group for d in p.added)
+        updated = tuple(d for p in group for d in p.updated)
+        return IngestReport(added, updated, (), len(ids), len(stale))
 
     def _mark_written(self, generation_before: str) -> None:
         """After our own write: bump the generation; if our lexical index was in sync just
@@ -484,6 +568,15 @@ class Retriever:
         for doc_id, entry in out.items():
             table_hash = table.get(doc_id, ("", {}))[1].get(_DOC_HASH)
             entry["complete"] = entry["n"] == len(entry["ids"]) and table_hash == entry["hash"]
+        return out
+
+    def _chunk_ids(self, doc_ids: Sequence[str]) -> list[str]:
+        """The ids of these documents' chunks in Chroma (ids only: no metadata is read)."""
+        out: list[str] = []
+        for lo in range(0, len(doc_ids), 500):
+            where = {DOCUMENT_ID_KEY: {"$in": list(doc_ids[lo : lo + 500])}}
+            for records in self._dense.iter_all(where=where, documents=False, metadatas=False):
+                out += [cid for cid, _, _ in records]
         return out
 
     def get_documents(self, document_ids: Sequence[str]) -> dict[str, StoredDocument]:
@@ -533,8 +626,7 @@ class Retriever:
             return 0
         with self._write_lock:
             self._repair_if_interrupted()
-            existing = self._existing(ids)
-            chunk_ids = [c for entry in existing.values() for c in entry["ids"]]
+            chunk_ids = self._chunk_ids(ids)
             generation_before = self._dense.generation()
             self._lexical.save_state({**self._lexical.state, "dirty": True})
             self._dense.delete(chunk_ids)

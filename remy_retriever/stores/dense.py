@@ -52,12 +52,38 @@ from ..errors import (
 )
 from ..retry import DEFAULT_RETRY, RetryPolicy
 
-__all__ = ["GENERATION_KEY", "TEXT_KEY", "DenseStore", "Record"]
+__all__ = ["GENERATION_KEY", "HNSW_KEYS", "TEXT_KEY", "DenseStore", "Record", "check_hnsw"]
 
 #: Collection metadata key holding the write generation (a fresh token per write).
 GENERATION_KEY = "remy_generation"
 #: Record metadata key holding the record's text (see the module docstring).
 TEXT_KEY = "remy_text"
+#: HNSW settings a new collection accepts (Chroma's defaults: 100, 16, 100).
+HNSW_KEYS = ("ef_construction", "max_neighbors", "ef_search")
+
+
+def check_hnsw(hnsw: object) -> dict[str, int]:
+    """Validate ``hnsw=`` settings: a mapping from :data:`HNSW_KEYS` to ints 2..10,000.
+    (Chroma accepts nonsense such as ``ef_construction=0`` without a word.)"""
+    if hnsw is None:
+        return {}
+    if not isinstance(hnsw, Mapping):
+        msg = (
+            f"hnsw must be a dict such as {{'ef_construction': 64}}, "
+            f"got {type(hnsw).__name__} {hnsw!r:.80}"
+        )
+        raise InvalidInputError(msg)
+    out: dict[str, int] = {}
+    for key, value in hnsw.items():
+        if key not in HNSW_KEYS:
+            msg = f"unknown HNSW setting {key!r}; use one of {', '.join(HNSW_KEYS)}"
+            raise InvalidInputError(msg)
+        if isinstance(value, bool) or not isinstance(value, int) or not 2 <= value <= 10_000:
+            msg = f"HNSW setting {key}={value!r:.40} must be an int from 2 to 10,000"
+            raise InvalidInputError(msg)
+        out[key] = value
+    return out
+
 
 T = TypeVar("T")
 Record = tuple[str, str, dict[str, Any]]  # (chunk id, text, metadata)
@@ -97,7 +123,9 @@ class DenseStore:
         create: bool,
         server: str,
         retry: RetryPolicy | None = None,
+        hnsw: Mapping[str, int] | None = None,
     ) -> None:
+        hnsw = check_hnsw(hnsw)
         if retry is not None and not isinstance(retry, RetryPolicy):
             msg = (
                 f"retry must be a RetryPolicy (e.g. RetryPolicy(attempts=3, timeout=30)) or "
@@ -109,7 +137,9 @@ class DenseStore:
         self.server = server
         self.retry = DEFAULT_RETRY if retry is None else retry
         self.request_timeout = _bound_http_timeout(client, self.retry.timeout)
-        self.collection = self._call("open the collection", lambda: self._open(embedder, create))
+        self.collection = self._call(
+            "open the collection", lambda: self._open(embedder, create, hnsw)
+        )
         self.embedder: Embedder = self.collection._embedding_function.embedder
         self._embedded = _is_embedded(client)
         self._system = _system_of(client)
@@ -169,7 +199,7 @@ class DenseStore:
                 _SEEN[self._system] = {self.name: generation}
             self._reloaded_at = time.monotonic()
 
-    def _open(self, embedder: Embedder | None, create: bool) -> Any:
+    def _open(self, embedder: Embedder | None, create: bool, hnsw: Mapping[str, int]) -> Any:
         from chromadb.errors import NotFoundError
 
         try:
@@ -191,9 +221,19 @@ class DenseStore:
             return self.client.get_or_create_collection(
                 self.name,
                 embedding_function=ef,
-                configuration={"hnsw": {"space": "cosine"}},
+                configuration={"hnsw": {"space": "cosine", **hnsw}},
                 metadata={GENERATION_KEY: uuid.uuid4().hex},
             )
+        have = (existing.configuration_json or {}).get("hnsw") or {}
+        differ = {k: (v, have.get(k)) for k, v in hnsw.items() if have.get(k) != v}
+        if differ:
+            shown = ", ".join(f"{k}={want!r} (it has {got!r})" for k, (want, got) in differ.items())
+            msg = (
+                f"collection {self.name!r} on {self.server} exists with other HNSW settings: "
+                f"{shown}; they are fixed when a collection is created. Drop hnsw=..., "
+                "or write to a new collection"
+            )
+            raise InvalidInputError(msg)
         if embedder is None:
             config = (existing.configuration_json or {}).get("embedding_function") or {}
             if config.get("name") != RemyEmbeddingFunction.name():

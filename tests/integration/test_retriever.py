@@ -303,3 +303,83 @@ def test_text_lives_in_metadata_and_older_records_still_read(retriever: Retrieve
         assert hits[0].text.startswith("Guide > Install > macOS"), mode
         assert TEXT_KEY not in hits[0].metadata
     assert retriever.doctor().ok
+
+
+def test_add_writes_in_groups_and_reports_every_document(
+    retriever: Retriever, embedder: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Embedding runs per batch, writing per group of WRITE_GROUP_CHUNKS chunks; whatever
+    the grouping, every document lands whole in both indexes and the report is exact."""
+    import remy_retriever.retriever as module
+
+    monkeypatch.setattr(module, "WRITE_GROUP_CHUNKS", 3)
+    commits: list[int] = []
+    apply = retriever.lexical.apply
+
+    def counting_apply(**kwargs: Any) -> None:
+        commits.append(len(kwargs.get("upserts") or ()))
+        apply(**kwargs)
+
+    monkeypatch.setattr(retriever.lexical, "apply", counting_apply)
+    animals = ["otter", "heron", "badger", "lynx", "marten", "ibis", "newt"]
+    docs = [Document(id=a, text=f"# {a}\n\nThe {a} lives by the lake.") for a in animals]
+    report = retriever.add(docs, batch_size=2)
+    # batches of 2, 2, 2, 1 one-chunk documents: writes after 4 and after 7 chunks
+    assert commits == [4, 3]
+    assert report.added == tuple(animals) and report.chunks_written == 7
+    assert retriever.count() == retriever.lexical.count() == 7
+    assert retriever.doctor().ok
+
+    commits.clear()
+    long_newt = "# newt\n\n" + "\n\n".join(
+        f"## Pond {i}\n\nThe newt hides under stone {i}." for i in range(3)
+    )
+    changed = [
+        *docs[:3],
+        Document(id="lynx", text="# lynx\n\nThe lynx hunts in the snow."),
+        *docs[4:6],
+        Document(id="newt", text=long_newt),
+    ]
+    report = retriever.add(changed, batch_size=2)
+    assert report.unchanged == ("otter", "heron", "badger", "marten", "ibis")
+    assert report.updated == ("lynx", "newt") and report.added == ()
+    assert sum(commits) == report.chunks_written > 2
+    assert retriever.count() == retriever.lexical.count() == 5 + report.chunks_written
+    assert retriever.doctor().ok
+    for mode in MODES:
+        assert retriever.search("lynx snow", mode=mode, k=1)[0].citation.document_id == "lynx"
+        hits = retriever.search("newt stone", mode=mode, k=10)
+        assert sum(h.citation.document_id == "newt" for h in hits) == report.chunks_written - 1
+
+
+def test_hnsw_settings_apply_to_a_new_collection(tmp_path: Path, embedder: Any) -> None:
+    r = Retriever(tmp_path / "db", embedder=embedder, hnsw={"ef_construction": 32})
+    hnsw = r.dense.collection.configuration_json["hnsw"]
+    assert (hnsw["ef_construction"], hnsw["max_neighbors"], hnsw["space"]) == (32, 16, "cosine")
+    r.add([Document(id="guide", text=GUIDE, title="Guide")])
+    hits = r.search("homebrew on a mac", mode="semantic", k=1)
+    assert hits[0].citation.heading_path == ("Guide", "Install", "macOS")
+    n = r.count()
+    r.close()
+    Retriever(tmp_path / "db", hnsw={"ef_construction": 32}).close()  # same: fine
+    with pytest.raises(InvalidInputError, match=r"ef_construction=64 \(it has 32\)"):
+        Retriever(tmp_path / "db", hnsw={"ef_construction": 64})
+    assert Retriever(tmp_path / "db").count() == n > 0, "the refused open changed nothing"
+
+
+@pytest.mark.parametrize(
+    ("hnsw", "message"),
+    [
+        ({"M": 16}, "unknown HNSW setting 'M'"),
+        ({"ef_construction": 0}, "ef_construction=0 must be an int from 2"),
+        ({"ef_search": True}, "ef_search=True must be an int"),
+        ({"max_neighbors": "16"}, "max_neighbors='16' must be an int"),
+        ([("ef_search", 10)], "hnsw must be a dict"),
+    ],
+)
+def test_bad_hnsw_settings_are_refused_before_anything_is_created(
+    tmp_path: Path, hnsw: Any, message: str
+) -> None:
+    with pytest.raises(InvalidInputError, match=message):
+        Retriever(tmp_path / "db", hnsw=hnsw)
+    assert not (tmp_path / "db").exists()
