@@ -183,3 +183,44 @@ def test_rerank_smoke(tmp_path: Path, beir_dir: Path) -> None:
     assert r["seeded_untrained_head"] is True
     for depth in ("5", "10"):
         assert r["depths"][depth]["n"] == 3 and r["depths"][depth]["pairs_per_s"] > 0
+
+
+def test_hnsw_profile_smoke(tmp_path: Path) -> None:
+    import numpy as np
+
+    cache = tmp_path / "cache"
+    real = cache / "quality" / "tiny-0"
+    real.mkdir(parents=True)
+    rng = np.random.default_rng(3)
+    np.save(real / "chunks.npy", rng.standard_normal((300, 384)).astype(np.float32))
+    np.save(real / "queries.npy", rng.standard_normal((12, 384)).astype(np.float32))
+    out = tmp_path / "results"
+    for dataset in ("tiny", "absent"):
+        _run(
+            "benchmarks.hnsw",
+            "--n",
+            "1500",
+            "--ef",
+            "32",
+            "8",
+            "--adds",
+            "1",
+            "--dataset",
+            dataset,
+            "--cache",
+            str(cache),
+            "--out",
+            str(out),
+            "--name",
+            f"hnsw-{dataset}",
+        )
+    r = _outputs(out, "hnsw-tiny")["result"]
+    assert r["recall_data"] == {"dataset": "tiny-0", "chunks": 300, "queries": 12}
+    for ef in ("32", "8"):
+        row = r["rows"][ef]
+        assert row["build_records_per_s"] > 0 and row["add_1000_median_s"] > 0
+        assert 0 < row["recall_at_10"] <= 1
+    absent = _outputs(out, "hnsw-absent")["result"]
+    assert absent["recall_data"] is None
+    assert "recall_at_10" not in absent["rows"]["32"]
+    assert "recall not measured" in (out / "hnsw-absent.md").read_text()
