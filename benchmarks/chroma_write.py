@@ -173,17 +173,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--reps", type=int, default=3)
     p.add_argument("--out", type=Path, default=common.RESULTS_DIR)
     p.add_argument("--name", default="chroma-write")
-    args = p.parse_args(argv)
-    info = common.machine()
-    data: dict[str, Any] = {
-        "benchmark": "chroma_write",
-        "command": common.command_line(),
-        "versions": common.versions(),
-    }
-    data["result"] = run(args)
-    data["machine"] = common.finish_machine(info)
-    common.write_results(args.out, args.name, data, _markdown(data))
-    return 0
+    return common.run_and_publish(p.parse_args(argv), "chroma_write", run, _markdown)
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ few documented hooks (``Retriever.dense`` / ``Retriever.lexical``).
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import json
 import os
@@ -17,7 +18,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -365,6 +366,32 @@ def write_results(out_dir: Path, name: str, data: Mapping[str, Any], markdown: s
     (out_dir / f"{name}.json").write_text(json.dumps(data, indent=2, default=_json_default) + "\n")
     (out_dir / f"{name}.md").write_text(markdown.rstrip() + "\n")
     print(f"wrote {out_dir / (name + '.json')} and {out_dir / (name + '.md')}")
+
+
+def run_and_publish(
+    args: argparse.Namespace,
+    benchmark: str,
+    run: Callable[[argparse.Namespace], Any],
+    markdown: Callable[[dict[str, Any]], str],
+    plot: Callable[[dict[str, Any], Path], None] | None = None,
+    **fields: Any,
+) -> int:
+    """Run a one-process benchmark; write its JSON (with ``fields``, the command, package
+    versions and the machine before and after), Markdown table and plot to ``args.out``
+    under ``args.name``."""
+    info = machine()
+    data: dict[str, Any] = {
+        "benchmark": benchmark,
+        "command": command_line(),
+        **fields,
+        "versions": versions(),
+    }
+    data["result"] = run(args)
+    data["machine"] = finish_machine(info)
+    write_results(args.out, args.name, data, markdown(data))
+    if plot is not None:
+        plot(data, args.out / f"{args.name}.png")
+    return 0
 
 
 def header_md(title: str, data: Mapping[str, Any]) -> str:

@@ -203,18 +203,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--cache", type=Path, default=common.CACHE_DIR)
     p.add_argument("--out", type=Path, default=common.RESULTS_DIR)
     p.add_argument("--name", default="hnsw")
-    args = p.parse_args(argv)
-    info = common.machine()
-    data: dict[str, Any] = {
-        "benchmark": "hnsw",
-        "command": common.command_line(),
-        "versions": common.versions(),
-    }
-    data["result"] = run(args)
-    data["machine"] = common.finish_machine(info)
-    common.write_results(args.out, args.name, data, _markdown(data))
-    _plot(data, args.out / f"{args.name}.png")
-    return 0
+    return common.run_and_publish(p.parse_args(argv), "hnsw", run, _markdown, _plot)
 
 
 if __name__ == "__main__":

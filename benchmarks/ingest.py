@@ -250,19 +250,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         common.write_results(args.out, args.name, data, _markdown(data))
         _plot(data, args.out / f"{args.name}.png")
         return 0
-    info = common.machine()
-    data: dict[str, Any] = {
-        "benchmark": "ingest",
-        "command": common.command_line(),
-        "dataset": Path(args.dataset).resolve().name,
-        "max_docs": args.max_docs,
-        "versions": common.versions(),
-    }
-    data["result"] = run(args)
-    data["machine"] = common.finish_machine(info)
-    common.write_results(args.out, args.name, data, _markdown(data))
-    _plot(data, args.out / f"{args.name}.png")
-    return 0
+    return common.run_and_publish(
+        args,
+        "ingest",
+        run,
+        _markdown,
+        _plot,
+        dataset=Path(args.dataset).resolve().name,
+        max_docs=args.max_docs,
+    )
 
 
 if __name__ == "__main__":

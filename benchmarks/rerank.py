@@ -153,18 +153,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         import torch
 
         torch.set_num_threads(args.threads)
-    info = common.machine()
-    data: dict[str, Any] = {
-        "benchmark": "rerank",
-        "command": common.command_line(),
-        "dataset": Path(args.dataset).resolve().name,
-        "versions": common.versions(),
-    }
-    data["result"] = run(args)
-    data["machine"] = common.finish_machine(info)
-    common.write_results(args.out, args.name, data, _markdown(data))
-    _plot(data, args.out / f"{args.name}.png")
-    return 0
+    return common.run_and_publish(
+        args, "rerank", run, _markdown, _plot, dataset=Path(args.dataset).resolve().name
+    )
 
 
 if __name__ == "__main__":
