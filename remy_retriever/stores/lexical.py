@@ -446,6 +446,13 @@ class LexicalIndex:
             writer = self._open_writer(index, deadline)
             try:
                 with self._guard("write to", damaged=False):
+                    # A writer killed inside commit() (another process, or this one
+                    # earlier) can leave files that no meta.json references. The next
+                    # writer derives the same names for the same operations, and its
+                    # commit then fails (FileAlreadyExists). Tantivy removes unreferenced
+                    # files after its own commits only, so clear them first; we hold the
+                    # index's writer lock, so no other writer's files are in flight.
+                    writer.garbage_collect_files()
                     body(writer)
                     writer.commit()
                 if after_commit is not None:

@@ -553,3 +553,25 @@ def test_state_round_trip(index: LexicalIndex) -> None:
     index.save_state({"generation": 1, "last_sync_ms": 10})
     index.save_state({"generation": 2})
     assert index.state == {"generation": 2}
+
+
+def test_files_left_by_a_killed_commit_do_not_block_the_next_write(tmp_path: Path) -> None:
+    """A writer killed inside ``commit()`` can leave files that the published
+    ``meta.json`` does not reference (here: the delete file of a segment). The next
+    writer repeats the same operations, so it derives the same file name; the orphan
+    must not make its commit fail with tantivy's FileAlreadyExists."""
+    root = tmp_path / "lex"
+    with LexicalIndex(root) as ix:
+        ix.upsert([rec("a#0", "apple pie"), rec("b#0", "banana split"), rec("c#0", "cherry")])
+    meta = root / "tantivy" / "meta.json"
+    before = meta.read_bytes()
+    with LexicalIndex(root) as ix:
+        ix.delete(["a#0"])
+    orphans = sorted(p.name for p in (root / "tantivy").glob("*.del"))
+    assert orphans, "the delete should have written a .del file"
+    meta.write_bytes(before)  # as if the kill came just before meta.json was published
+    with LexicalIndex(root) as ix:
+        assert sorted(hit_ids(ix.search("apple", 5))) == ["a#0"]
+        ix.delete(["a#0"])  # the same operation again: the same .del file name
+        assert hit_ids(ix.search("apple", 5)) == []
+        assert sorted(ix.ids()) == ["b#0", "c#0"]
