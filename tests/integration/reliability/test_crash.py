@@ -436,4 +436,8 @@ def test_doctor_finds_and_restores_vectors_lost_from_chromas_index(tmp_path: Pat
         assert after.missing_vectors == () and after.ok, after
         check_indexes_agree(r)
         for cid, text, _ in r.dense.get(ids=list(report.missing_vectors)[:20]):
-            assert r.search(text, mode="semantic", k=1)[0].id == cid  # its vector is back
+            # Its vector is back: a near-exhaustive semantic search for its own text
+            # finds it (candidates=500 over ~1,000 chunks; a plain top-1 ANN answer can
+            # miss on a graph built from one large parallel insert).
+            hits = r.search(text, mode="semantic", k=3, candidates=500)
+            assert cid in [h.id for h in hits], (cid, [h.id for h in hits])
