@@ -507,12 +507,8 @@ class Retriever:
         for p in group:
             bounds += [offset + b for b in p.bounds]
             offset += len(p.ids)
-        dims = {p.vectors.shape[1] for p in group if len(p.ids)}
-        vectors = (
-            np.concatenate([p.vectors for p in group if len(p.ids)])
-            if dims
-            else np.zeros((0, 0), dtype=np.float32)
-        )
+        parts = [p.vectors for p in group if p.ids]
+        vectors = np.concatenate(parts) if parts else np.zeros((0, 0), dtype=np.float32)
         self._lexical.check_capacity(records)  # refuse before writing anything
         generation_before = self._dense.generation()
         self._lexical.save_state({**self._lexical.state, "dirty": True})
