@@ -41,7 +41,7 @@ from .hits import BranchExplain, Citation, SearchExplain, SearchHit
 from .locking import LOCK_FILE, WriterLock
 from .rerank import Reranker, resolve_reranker
 from .retry import RetryPolicy
-from .stores.dense import DenseStore, DocumentTable, Record, check_hnsw
+from .stores.dense import UPDATED_MS_KEY, DenseStore, DocumentTable, Record, check_hnsw
 from .stores.lexical import LexicalIndex, LexicalIndexCorruptError, LexicalRecord
 from .validation import as_list, check_storable
 
@@ -89,7 +89,7 @@ _HEADING, _TITLE, _URL, _PATH, _TYPE = (
     "remy_type",
 )
 _DOC_HASH, _CHUNK_HASH, _N_CHUNKS = "remy_doc_hash", "remy_chunk_hash", "remy_n_chunks"
-_CREATED, _UPDATED, _UPDATED_MS = "remy_created", "remy_updated", "remy_updated_ms"
+_CREATED, _UPDATED, _UPDATED_MS = "remy_created", "remy_updated", UPDATED_MS_KEY
 _SUMMARY = "remy_summary"
 
 

@@ -24,10 +24,21 @@ is ours); that indexing is the largest part of a write: with the text in ``docum
 an embedded upsert ran at about 800 records/s here, with it in metadata about 1,350/s
 (records of 120 words, 384-d vectors, remy's chunk metadata; 2-core machine). Reads fall
 back to ``documents`` for records written by older versions.
+
+Packed bookkeeping: Chroma stores every metadata key of every record as a row of its own
+(in SQLite), so a write costs per key. remy's bookkeeping keys (position, offsets,
+heading path, hashes, timestamps...) are never filtered on in Chroma, so a chunk record
+keeps them in one JSON string under :data:`PACKED_KEY`; only user metadata, the keys remy
+filters on (document id, :data:`UPDATED_MS_KEY`) and the text stay flat. A document-table
+record, which is only ever read by id, packs all of its metadata. Measured here (10k
+records, 1,000 more upserted): chunk writes 1.31 s -> 1.08 s, document-table writes
+0.65 s -> 0.37 s. Reads unpack transparently and still read records written with flat
+keys.
 """
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 import uuid
@@ -37,6 +48,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from ..documents import RESERVED_PREFIX
 from ..embeddings import (
     Embedder,
     RemyEmbeddingFunction,
@@ -50,14 +62,33 @@ from ..errors import (
     ServerUnavailableError,
     StoreError,
 )
+from ..filters import DOCUMENT_ID_KEY
 from ..retry import DEFAULT_RETRY, RetryPolicy
 
-__all__ = ["GENERATION_KEY", "HNSW_KEYS", "TEXT_KEY", "DenseStore", "Record", "check_hnsw"]
+__all__ = [
+    "GENERATION_KEY",
+    "HNSW_KEYS",
+    "PACKED_KEY",
+    "TEXT_KEY",
+    "UPDATED_MS_KEY",
+    "DenseStore",
+    "Record",
+    "check_hnsw",
+]
 
 #: Collection metadata key holding the write generation (a fresh token per write).
 GENERATION_KEY = "remy_generation"
 #: Record metadata key holding the record's text (see the module docstring).
 TEXT_KEY = "remy_text"
+#: Record metadata key holding remy's bookkeeping keys as one JSON object (see the module
+#: docstring).
+PACKED_KEY = "remy_packed"
+#: Chunk metadata key holding the last content change (epoch ms); lexical catch-up
+#: filters on it in Chroma, so it stays flat.
+UPDATED_MS_KEY = "remy_updated_ms"
+#: Reserved keys that stay flat in chunk records: the ones remy filters on in Chroma
+#: (document id, last change) and the text.
+_FLAT_KEYS = frozenset({DOCUMENT_ID_KEY, UPDATED_MS_KEY, TEXT_KEY})
 #: HNSW settings a new collection accepts (Chroma's defaults: 100, 16, 100).
 HNSW_KEYS = ("ef_construction", "max_neighbors", "ef_search")
 
@@ -472,7 +503,7 @@ class DocumentTable:
                 self.collection.upsert(
                     ids=list(ids[part]),
                     embeddings=np.ones((len(ids[part]), 1), dtype=np.float32),
-                    metadatas=_with_text(metadatas[part], texts[part]),
+                    metadatas=_with_text(metadatas[part], texts[part], pack_all=True),
                 )
 
             self._dense._call("write documents", write)
@@ -521,10 +552,24 @@ class DocumentTable:
 
 
 def _with_text(
-    metadatas: Sequence[Mapping[str, Any]], texts: Sequence[str]
+    metadatas: Sequence[Mapping[str, Any]], texts: Sequence[str], *, pack_all: bool = False
 ) -> list[dict[str, Any]]:
-    """Record metadata carrying the record's text (see the module docstring)."""
-    return [{**m, TEXT_KEY: t} for m, t in zip(metadatas, texts)]
+    """Record metadata as written: the record's text under :data:`TEXT_KEY` and the keys
+    Chroma never filters on packed under :data:`PACKED_KEY` (see the module docstring):
+    remy's bookkeeping keys, or with ``pack_all`` every key."""
+    out: list[dict[str, Any]] = []
+    for meta, text in zip(metadatas, texts):
+        flat: dict[str, Any] = {TEXT_KEY: text}
+        packed: dict[str, Any] = {}
+        for key, value in meta.items():
+            if pack_all or (key.startswith(RESERVED_PREFIX) and key not in _FLAT_KEYS):
+                packed[key] = value
+            else:
+                flat[key] = value
+        if packed:
+            flat[PACKED_KEY] = json.dumps(packed, ensure_ascii=False, separators=(",", ":"))
+        out.append(flat)
+    return out
 
 
 def _fill_legacy_text(store: DenseStore, result: dict[str, Any], collection: Any = None) -> None:
@@ -551,6 +596,16 @@ def _records(result: Mapping[str, Any], *, metadatas: bool) -> list[Record]:
     for i, m in zip(ids, metas):
         meta = dict(m or {})
         text = meta.pop(TEXT_KEY, None)
+        packed = meta.pop(PACKED_KEY, None)
+        if metadatas and packed is not None:
+            try:
+                meta.update(json.loads(str(packed)))
+            except (TypeError, ValueError) as exc:
+                msg = (
+                    f"record {i!r} has unreadable metadata under {PACKED_KEY!r} ({exc}); "
+                    "re-add the document it belongs to with Retriever.add()"
+                )
+                raise StoreError(msg) from exc
         out.append((i, str(text or ""), meta if metadatas else {}))
     return out
 

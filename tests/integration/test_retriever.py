@@ -305,6 +305,48 @@ def test_text_lives_in_metadata_and_older_records_still_read(retriever: Retrieve
     assert retriever.doctor().ok
 
 
+def test_bookkeeping_is_packed_and_flat_records_still_read(retriever: Retriever) -> None:
+    """remy's bookkeeping keys are written as one JSON string per record (Chroma stores a
+    row per key), leaving only what Chroma filters on flat; records written with every key
+    flat, as older versions did, read back the same."""
+    from remy_retriever.filters import DOCUMENT_ID_KEY
+    from remy_retriever.stores.dense import PACKED_KEY, TEXT_KEY, UPDATED_MS_KEY
+
+    doc = Document(
+        id="guide", text=GUIDE, title="Guide", url="https://x.test/g", metadata={"tenant": "a"}
+    )
+    retriever.add([doc])
+    chunks = retriever.dense.collection.get(include=["metadatas"])
+    assert {k for m in chunks["metadatas"] for k in m} == {
+        "tenant",
+        DOCUMENT_ID_KEY,
+        UPDATED_MS_KEY,
+        TEXT_KEY,
+        PACKED_KEY,
+    }
+    table = retriever._docs.collection.get(include=["metadatas"])
+    assert {k for m in table["metadatas"] for k in m} == {TEXT_KEY, PACKED_KEY}
+
+    def snapshot() -> tuple[Any, ...]:
+        hits = retriever.search("homebrew on a mac", mode="hybrid", k=3, where={"tenant": "a"})
+        stored = retriever.get_documents(["guide"])["guide"]
+        return ([(h.id, h.text, h.citation, h.metadata) for h in hits], stored)
+
+    before = snapshot()
+    assert before[0][0][2].url == "https://x.test/g" and before[0][0][2].heading_path
+    for col in (retriever.dense.collection, retriever._docs.collection):
+        got = col.get(include=["metadatas", "embeddings"])
+        flat = []
+        for meta in got["metadatas"]:
+            packed = json.loads(meta.pop(PACKED_KEY))
+            flat.append({**meta, **packed})
+        col.delete(ids=got["ids"])
+        col.add(ids=got["ids"], embeddings=got["embeddings"], metadatas=flat)
+        assert all(PACKED_KEY not in m for m in col.get(include=["metadatas"])["metadatas"])
+    assert snapshot() == before
+    assert retriever.doctor().ok
+
+
 def test_add_writes_in_groups_and_reports_every_document(
     retriever: Retriever, embedder: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
