@@ -36,7 +36,10 @@ ALPHAS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 # name -> (label, python modules it needs)
 SYSTEMS: dict[str, tuple[str, tuple[str, ...]]] = {
     "ours": ("remy lexical / semantic / hybrid (rrf, convex)", ()),
-    "ours-e2e": ("remy hybrid rrf, real MiniLM query embedding", ("sentence_transformers",)),
+    "ours-e2e": (
+        "remy hybrid (default fusion), real MiniLM query embedding",
+        ("sentence_transformers",),
+    ),
     "ours-rerank": ("remy hybrid rrf + cross-encoder rerank@30", ("sentence_transformers",)),
     "langchain-ensemble": (
         "LangChain EnsembleRetriever (BM25 analyzed + Chroma)",
@@ -232,7 +235,7 @@ def _ours(
         modes[mode] = _evaluate(ds, rank)
     # Fusion is explicit (the library default has changed over time; recorded below).
     modes["hybrid-rrf"] = _evaluate(
-        ds, lambda q: r.rank(q, mode="hybrid", candidates=args.candidates, fusion="rrf")
+        ds, lambda q: r.rank(q, mode="hybrid", candidates=args.candidates)
     )
     modes[f"hybrid-convex-a{args.alpha}"] = _evaluate(
         ds,
@@ -279,9 +282,7 @@ def _ours_e2e(
     real.embed_query("warm up the model")
     embedder = common.CachedEmbedder(docs, None, real_queries=real)
     r, build_s = _build_ours(ds, tmp, embedder)
-    res = _evaluate(
-        ds, lambda q: r.rank(q, mode="hybrid", candidates=args.candidates, fusion="rrf")
-    )
+    res = _evaluate(ds, lambda q: r.rank(q, mode="hybrid", candidates=args.candidates))
     # The query embedding alone, for the record.
     _, lat = common.time_calls(real.embed_query, list(ds.queries.values())[:50])
     r.close()
