@@ -114,33 +114,16 @@ def check_indexes_agree(r: Retriever) -> None:
 
 def vector_ids(r: Retriever) -> set[str]:
     """Chunk ids whose vector Chroma's vector index holds, read straight from Chroma:
-    reading a record's embedding fails ("Error finding id") when its vector is gone.
-    (An earlier version took the union of a few k=all queries; after many in-place
-    updates a small HNSW graph can leave a present node unreachable by search, which
-    that version reported as lost while a fresh process found every vector.)"""
+    reading a record's embedding fails ("Error finding id") when its vector is gone
+    (the same probe ``doctor()`` uses, :meth:`DenseStore.missing_vectors`). An earlier
+    version took the union of a few k=all queries; after many in-place updates a small
+    HNSW graph can leave a present node unreachable by search, which that version
+    reported as lost while a fresh process found every vector."""
     # Read the store as it is on disk: reload this process's embedded view first (it may
     # predate other processes' writes; remy's own vector reads reload the same way).
     r.dense.ensure_fresh(force=True)
-    collection = r.dense.collection
     ids = sorted(dense_records(r))
-
-    def readable(part: list[str]) -> bool:
-        try:
-            collection.get(ids=part, include=["embeddings"])
-        except Exception as exc:
-            if "finding id" not in str(exc):
-                raise
-            return False
-        return True
-
-    found: set[str] = set()
-    for lo in range(0, len(ids), 500):
-        part = ids[lo : lo + 500]
-        if readable(part):
-            found.update(part)
-        else:
-            found.update(cid for cid in part if readable([cid]))
-    return found
+    return set(ids) - set(r.dense.missing_vectors(ids, batch=500))
 
 
 def check_vectors_complete(r: Retriever) -> None:
