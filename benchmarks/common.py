@@ -297,7 +297,7 @@ class CachedEmbedder:
             self.count_tokens = None  # type: ignore[assignment]
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:  # type: ignore[no-redef]
-        from remy_retriever.analysis import sanitize
+        from remy_retriever.text.analysis import sanitize
 
         assert self._tok is not None
         return [

@@ -18,7 +18,7 @@ import ir_measures
 
 from remy_retriever import Retriever
 from remy_retriever.evaluation import load_beir, rank_documents
-from remy_retriever.fusion import convex, rrf
+from remy_retriever.search.fusion import convex, rrf
 
 
 def main() -> None:

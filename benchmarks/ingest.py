@@ -52,8 +52,8 @@ class _Recording:
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     from remy_retriever import Retriever, SentenceTransformerEmbedder
-    from remy_retriever.chunking import chunk_text
     from remy_retriever.evaluation import load_beir
+    from remy_retriever.text.chunking import chunk_text
 
     ds = load_beir(args.dataset)
     docs = ds.documents()

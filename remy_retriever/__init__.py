@@ -22,7 +22,7 @@ from .errors import (
 )
 from .hits import BranchExplain, Citation, Match, SearchExplain, SearchHit
 from .memory import DocumentSearchResponse, Memory, MemorySearchResponse, MemoryStore
-from .rerank import CrossEncoderReranker, Reranker
+from .rerankers import CrossEncoderReranker, Reranker
 from .retriever import DoctorReport, IngestReport, Retriever
 
 __all__ = [

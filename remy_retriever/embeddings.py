@@ -16,8 +16,8 @@ import numpy as np
 from chromadb.api.types import Documents, EmbeddingFunction, Embeddings
 from chromadb.utils.embedding_functions import register_embedding_function
 
-from .analysis import sanitize
 from .errors import ModelLoadError
+from .text.analysis import sanitize
 
 __all__ = [
     "DEFAULT_MODEL",

@@ -22,13 +22,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from . import fusion
-from .analysis import analyze_query, sanitize
-from .chunking import chunk_text
 from .documents import Chunk, Document, validate_document_id
 from .embeddings import Embedder, as_matrix, resolve_embedder
-from .enrich import distinctive_terms, matched_terms, neighbor_ids
-from .enrich import highlight as highlight_spans
 from .errors import (
     InvalidDocumentError,
     InvalidInputError,
@@ -38,15 +33,20 @@ from .errors import (
 )
 from .filters import DOCUMENT_ID_KEY, Filter, matches, parse_where, require_utf8, to_chroma
 from .hits import BranchExplain, Citation, SearchExplain, SearchHit
-from .locking import LOCK_FILE, WriterLock
-from .rerank import Reranker, resolve_reranker
+from .rerankers import Reranker, resolve_reranker
 from .retry import RetryPolicy
+from .search import fusion
+from .search.enrich import distinctive_terms, matched_terms, neighbor_ids
+from .search.enrich import highlight as highlight_spans
 from .stores.dense import UPDATED_MS_KEY, DenseStore, DocumentTable, Record, check_hnsw
 from .stores.lexical import LexicalIndex, LexicalIndexCorruptError, LexicalRecord
+from .stores.locking import LOCK_FILE, WriterLock
+from .text.analysis import analyze_query, sanitize
+from .text.chunking import chunk_text
 from .validation import as_list, check_storable
 
 if TYPE_CHECKING:
-    from .memory.models import DocumentSearchResponse
+    from .responses import DocumentSearchResponse
 
 __all__ = ["DoctorReport", "IngestReport", "Retriever", "StoredDocument"]
 
@@ -915,8 +915,8 @@ class Retriever:
 
     def search_documents(self, query: str, **options: Any) -> DocumentSearchResponse:
         """Hits grouped by document with 0-1 scores, in the supermemory document-search
-        shape; options and scoring rules in :func:`remy_retriever.grouping.search_documents`."""
-        from .grouping import search_documents
+        shape; options and scoring rules in :func:`remy_retriever.search.documents.search_documents`."""
+        from .search.documents import search_documents
 
         return search_documents(self, query, **options)
 

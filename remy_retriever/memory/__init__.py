@@ -1,7 +1,7 @@
 """Versioned memories on remy-retriever, and the wire models of the document and memory
 search responses (``shared/spec/supermemory-response-schema.md``)."""
 
-from .models import (
+from ..responses import (
     ChunkResult,
     ContextMemory,
     DocumentChunk,

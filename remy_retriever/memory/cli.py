@@ -213,8 +213,8 @@ def add_document_search_flags(parser: argparse.ArgumentParser) -> None:
 def document_search(args: argparse.Namespace) -> int:
     """Run ``remy search --documents``: prints the document-grouped results, or with
     ``--json`` the ``DocumentSearchResponse`` wire JSON."""
-    from ..grouping import search_documents
     from ..retriever import Retriever
+    from ..search.documents import search_documents
 
     where = _json_object(getattr(args, "where", None), "--where")
     rerank = getattr(args, "rerank", None) or False

@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .models import ChunkResult, DocumentSearchResponse, MemoryResult, MemorySearchResponse
+from ..responses import ChunkResult, DocumentSearchResponse, MemoryResult, MemorySearchResponse
 
 __all__ = ["SHADOW_KEY", "Passage", "document_passages", "memory_passages"]
 

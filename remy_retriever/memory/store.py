@@ -41,12 +41,10 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Literal, cast
 
-from ..calibration import ScoredHit, calibrated_search
 from ..documents import Document, MetadataValue, validate_document_id
 from ..errors import InvalidFilterError, InvalidInputError, RemyError
 from ..filters import DOCUMENT_ID_KEY, And, Compare, Filter, Or, matches, parse_where, to_chroma
-from ..retriever import Retriever, StoredDocument
-from .models import (
+from ..responses import (
     ChunkResult,
     ContextMemory,
     LinkedDocument,
@@ -55,10 +53,12 @@ from .models import (
     MemorySearchResponse,
     Relation,
 )
+from ..retriever import Retriever, StoredDocument
+from ..search.calibration import ScoredHit, calibrated_search
 
 if TYPE_CHECKING:
     from ..embeddings import Embedder
-    from ..rerank import Reranker
+    from ..rerankers import Reranker
 
 __all__ = [
     "MEMORY_PREFIX",
@@ -524,7 +524,7 @@ class MemoryStore:
         ``"hybrid"`` mixes both, ordered by similarity. ``mode`` is the retrieval mode
         (``"hybrid"`` BM25 + dense by default) and ``rerank`` as in ``Retriever.search``.
 
-        ``similarity`` is 0-1 by the rules of :mod:`remy_retriever.calibration` (a memory
+        ``similarity`` is 0-1 by the rules of :mod:`remy_retriever.search.calibration` (a memory
         longer than one chunk scores by its best chunk); results below ``threshold`` are
         dropped. ``include``: ``{"relatedMemories"}`` adds ``context`` (parents and
         children up to ``context_depth`` steps away, relative versions -1, -2... and

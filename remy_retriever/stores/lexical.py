@@ -7,7 +7,7 @@ Chroma is the source of truth; this index can always be rebuilt from it (``clear
 * ``lexical.json`` -- internal: the format version and the numeric-key -> slot map;
 * ``state.json`` -- the caller's small sidecar (:attr:`LexicalIndex.state`).
 
-Text is analysed once, by :func:`remy_retriever.analysis.analyze`, and the terms are stored
+Text is analysed once, by :func:`remy_retriever.text.analysis.analyze`, and the terms are stored
 space-joined in a ``whitespace``-tokenized field, so the index and the queries share the one
 analyser. Queries are built from term queries, never parsed from user text.
 
@@ -61,7 +61,6 @@ from typing import Any, TypeGuard
 
 import tantivy
 
-from ..analysis import MAX_QUERY_TERMS, analyze, sanitize
 from ..errors import (
     IndexLockedError,
     InvalidDocumentError,
@@ -72,6 +71,7 @@ from ..errors import (
     StoreError,
 )
 from ..filters import And, Compare, Filter, Or
+from ..text.analysis import MAX_QUERY_TERMS, analyze, sanitize
 
 __all__ = ["MAX_NUMERIC_KEYS", "LexicalIndex", "LexicalIndexCorruptError", "LexicalRecord"]
 

@@ -3,8 +3,8 @@
 from hypothesis import given
 from hypothesis import strategies as st
 
-from remy_retriever.analysis import MAX_QUERY_TERMS, analyze, analyze_query, analyze_spans
 from remy_retriever.retriever import _slices
+from remy_retriever.text.analysis import MAX_QUERY_TERMS, analyze, analyze_query, analyze_spans
 
 
 def test_stemming_stopwords_and_case() -> None:

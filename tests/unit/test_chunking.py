@@ -1,4 +1,4 @@
-"""Tests for remy_retriever.chunking: sections, heading paths, budgets and offsets."""
+"""Tests for remy_retriever.text.chunking: sections, heading paths, budgets and offsets."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from remy_retriever.chunking import approximate_token_counter, chunk_text
 from remy_retriever.documents import Chunk, with_heading_path
 from remy_retriever.errors import InvalidDocumentError, InvalidInputError
+from remy_retriever.text.chunking import approximate_token_counter, chunk_text
 
 Counter = Callable[[Sequence[str]], list[int]]
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from remy_retriever.fusion import convex, normalize_scores, rrf
+from remy_retriever.search.fusion import convex, normalize_scores, rrf
 
 
 def test_rrf_matches_hand_computed_example() -> None:

@@ -12,13 +12,13 @@ from langchain_core.documents.compressor import BaseDocumentCompressor
 from pydantic import ConfigDict, Field
 
 from remy_retriever import InvalidInputError
-from remy_retriever.rerank import Reranker, resolve_reranker
+from remy_retriever.rerankers import Reranker, resolve_reranker
 
 __all__ = ["RemyReranker"]
 
 
 class RemyReranker(BaseDocumentCompressor):
-    """Rerank Documents from any retriever with a remy :class:`~remy_retriever.rerank.Reranker`
+    """Rerank Documents from any retriever with a remy :class:`~remy_retriever.rerankers.Reranker`
     (a cross-encoder by default).
 
     Each returned Document is a copy with ``metadata["relevance_score"]`` (the reranker's

@@ -36,7 +36,7 @@ from pydantic import BaseModel, Field, StrictBool, StrictStr
 from remy_retriever import InvalidInputError
 from remy_retriever.memory import MemorySearchResponse, MemoryStore
 from remy_retriever.memory.passages import Passage, document_passages, memory_passages
-from remy_retriever.rerank import Reranker
+from remy_retriever.rerankers import Reranker
 
 __all__ = [
     "DEFAULT_MEMORY_DESCRIPTION",

@@ -17,7 +17,7 @@ from langchain_core.retrievers import BaseRetriever, LangSmithRetrieverParams
 from pydantic import Field, StrictBool, StrictStr, field_validator
 
 from remy_retriever import Embedder, InvalidInputError, Retriever, SearchHit
-from remy_retriever.rerank import Reranker
+from remy_retriever.rerankers import Reranker
 
 from .convert import hits_to_documents
 

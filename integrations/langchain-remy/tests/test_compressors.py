@@ -11,7 +11,7 @@ from langchain_core.documents import Document
 from langchain_remy import RemyReranker, RemyRetriever, document_to_hit
 
 from remy_retriever import InvalidInputError, Retriever
-from remy_retriever.rerank import CrossEncoderReranker
+from remy_retriever.rerankers import CrossEncoderReranker
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ from llama_index.core.schema import NodeWithScore, TextNode
 from llama_index.retrievers.remy import RemyRerank, RemyRetriever, node_to_hit
 
 from remy_retriever import InvalidInputError, Retriever
-from remy_retriever.rerank import CrossEncoderReranker
+from remy_retriever.rerankers import CrossEncoderReranker
 
 
 @pytest.fixture(scope="module")

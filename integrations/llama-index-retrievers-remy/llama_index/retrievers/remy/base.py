@@ -13,7 +13,7 @@ from llama_index.core.callbacks import CallbackManager
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
 from remy_retriever import Embedder, InvalidInputError, Retriever, SearchHit
-from remy_retriever.rerank import Reranker
+from remy_retriever.rerankers import Reranker
 
 from .convert import hits_to_nodes
 

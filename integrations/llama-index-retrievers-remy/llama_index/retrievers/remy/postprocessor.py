@@ -10,13 +10,13 @@ from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle
 
 from remy_retriever import InvalidInputError
-from remy_retriever.rerank import Reranker, resolve_reranker
+from remy_retriever.rerankers import Reranker, resolve_reranker
 
 __all__ = ["RemyRerank"]
 
 
 class RemyRerank(BaseNodePostprocessor):
-    """Rerank nodes from any retriever with a remy :class:`~remy_retriever.rerank.Reranker`
+    """Rerank nodes from any retriever with a remy :class:`~remy_retriever.rerankers.Reranker`
     (a cross-encoder by default), keeping the retrieval score and rank.
 
     Each returned node is a copy whose ``score`` is the reranker's score (0-1 for

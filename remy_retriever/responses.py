@@ -43,7 +43,7 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 from typing_extensions import Self
 
-from ..errors import InvalidInputError
+from .errors import InvalidInputError
 
 __all__ = [
     "ChunkResult",

@@ -44,13 +44,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .analysis import MAX_QUERY_TERMS, analyze
-from .errors import InvalidInputError
-from .hits import SearchHit
+from ..errors import InvalidInputError
+from ..hits import SearchHit
+from ..text.analysis import MAX_QUERY_TERMS, analyze
 
 if TYPE_CHECKING:
-    from .rerank import Reranker
-    from .retriever import Retriever
+    from ..rerankers import Reranker
+    from ..retriever import Retriever
 
 __all__ = [
     "BM25_K1",

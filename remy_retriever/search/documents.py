@@ -1,8 +1,8 @@
 """Document-grouped search: chunk hits grouped by document, as a
-:class:`~remy_retriever.memory.models.DocumentSearchResponse`.
+:class:`~remy_retriever.responses.DocumentSearchResponse`.
 
 See :func:`search_documents`. Scores are 0-1 in every mode (the rules are in
-:mod:`remy_retriever.calibration`).
+:mod:`remy_retriever.search.calibration`).
 """
 
 from __future__ import annotations
@@ -13,15 +13,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..errors import InvalidInputError
+from ..filters import DOCUMENT_ID_KEY, Filter, matches, parse_where, to_chroma
+from ..responses import DocumentChunk, DocumentResult, DocumentSearchResponse
 from .calibration import ScoredHit, calibrated_search
 from .enrich import neighbor_ids
-from .errors import InvalidInputError
-from .filters import DOCUMENT_ID_KEY, Filter, matches, parse_where, to_chroma
-from .memory.models import DocumentChunk, DocumentResult, DocumentSearchResponse
 
 if TYPE_CHECKING:
-    from .rerank import Reranker
-    from .retriever import Retriever, StoredDocument
+    from ..rerankers import Reranker
+    from ..retriever import Retriever, StoredDocument
 
 __all__ = ["SUMMARY_CHARS", "lead_summary", "search_documents"]
 
@@ -52,7 +52,7 @@ def search_documents(
     Scores: every chunk gets a 0-1 score by the rule of ``mode`` (semantic: cosine clipped
     to [0, 1]; lexical: BM25 over the query's BM25 ceiling; hybrid: the mean of those
     two; reranked: the reranker's 0-1; details and measurements in
-    :mod:`remy_retriever.calibration`). A **document's score is the maximum of its chunk
+    :mod:`remy_retriever.search.calibration`). A **document's score is the maximum of its chunk
     scores**, and documents are ordered by it (on SciFact the best chunk ranked documents
     better than the mean, a noisy-or or max + 0.1 * rest: hybrid nDCG@10 0.721 against
     0.713, 0.620 and 0.709).

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from .analysis import analyze, analyze_query, analyze_spans
-from .hits import Match
+from ..hits import Match
+from ..text.analysis import analyze, analyze_query, analyze_spans
 
 __all__ = ["distinctive_terms", "highlight", "matched_terms", "neighbor_ids"]
 

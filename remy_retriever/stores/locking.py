@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from types import TracebackType
 
-from .errors import IndexLockedError, InvalidInputError, StoreError
+from ..errors import IndexLockedError, InvalidInputError, StoreError
 
 try:  # POSIX
     import fcntl

@@ -29,8 +29,8 @@ import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from .documents import Chunk, validate_document_id, with_heading_path
-from .errors import InvalidDocumentError, InvalidInputError
+from ..documents import Chunk, validate_document_id, with_heading_path
+from ..errors import InvalidDocumentError, InvalidInputError
 
 __all__ = [
     "MIN_MAX_TOKENS",
