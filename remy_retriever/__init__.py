@@ -21,9 +21,12 @@ from .errors import (
     StoreError,
 )
 from .hits import BranchExplain, Citation, Match, SearchExplain, SearchHit
-from .memory import DocumentSearchResponse, Memory, MemorySearchResponse, MemoryStore
+from .memory import Memory, MemoryStore
+from .options import SearchOptions
 from .rerankers import CrossEncoderReranker, Reranker
-from .retriever import DoctorReport, IngestReport, Retriever
+from .responses import DocumentSearchResponse, MemorySearchResponse
+from .retriever import DoctorReport, IngestReport, Retriever, StoredDocument
+from .search.calibration import ScoredHit
 
 __all__ = [
     "BranchExplain",
@@ -48,10 +51,13 @@ __all__ = [
     "RemyError",
     "Reranker",
     "Retriever",
+    "ScoredHit",
     "SearchExplain",
     "SearchHit",
+    "SearchOptions",
     "SentenceTransformerEmbedder",
     "ServerUnavailableError",
     "StoreError",
+    "StoredDocument",
 ]
 __version__ = "0.1.0"

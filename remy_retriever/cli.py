@@ -98,7 +98,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _ingest(args: argparse.Namespace) -> int:
-    from .retriever import Retriever, load_files
+    from .ingest.files import load_files
+    from .retriever import Retriever
 
     docs = [doc for path in args.paths for doc in load_files(path)]
     with Retriever(args.db, collection=args.collection) as r:

@@ -8,13 +8,11 @@ from dataclasses import dataclass, field
 from typing import Union
 
 from .errors import InvalidDocumentError
+from .records import CHUNK_SEPARATOR, RESERVED_PREFIX, chunk_id
 
-__all__ = ["RESERVED_PREFIX", "Chunk", "Document", "MetadataValue"]
+__all__ = ["Chunk", "Document", "MetadataValue", "validate_document_id", "with_heading_path"]
 
 MetadataValue = Union[str, int, float, bool]
-
-#: Metadata keys starting with this prefix are ours; user metadata may not use it.
-RESERVED_PREFIX = "remy_"
 
 _MAX_ID_LEN = 512
 
@@ -95,10 +93,16 @@ def validate_document_id(doc_id: object) -> str:
     if not isinstance(doc_id, str):
         msg = f"document id must be str, got {type(doc_id).__name__} {doc_id!r}"
         raise InvalidDocumentError(msg)
-    if not doc_id.strip() or len(doc_id) > _MAX_ID_LEN or "\x00" in doc_id or "#" in doc_id:
+    if (
+        not doc_id.strip()
+        or len(doc_id) > _MAX_ID_LEN
+        or "\x00" in doc_id
+        or CHUNK_SEPARATOR in doc_id
+    ):
         msg = (
             f"document id {doc_id!r} is not usable: it must be 1-{_MAX_ID_LEN} characters, "
-            "not blank, without NUL or '#' (we use '#' to build chunk ids)"
+            f"not blank, without NUL or {CHUNK_SEPARATOR!r} (we use {CHUNK_SEPARATOR!r} to "
+            "build chunk ids)"
         )
         raise InvalidDocumentError(msg)
     return doc_id
@@ -127,11 +131,6 @@ class Chunk:
     @property
     def display_text(self) -> str:
         return with_heading_path(self.heading_path, self.text)
-
-
-def chunk_id(document_id: str, position: int) -> str:
-    """The chunk id scheme: ``"<document id>#<position>"``. Fusion keys on this."""
-    return f"{document_id}#{position}"
 
 
 def with_heading_path(heading_path: tuple[str, ...] | list[str], text: str) -> str:

@@ -18,11 +18,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Union
 
-from .documents import RESERVED_PREFIX
 from .errors import InvalidFilterError
+from .records import DOCUMENT_ID_KEY, RESERVED_PREFIX
 
 __all__ = [
-    "DOCUMENT_ID_KEY",
     "And",
     "Compare",
     "Filter",
@@ -32,9 +31,6 @@ __all__ = [
     "require_utf8",
     "to_chroma",
 ]
-
-#: The metadata key under which every chunk records its document id; filterable.
-DOCUMENT_ID_KEY = "remy_doc_id"
 
 Scalar = Union[str, int, float, bool]
 

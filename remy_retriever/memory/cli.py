@@ -214,13 +214,11 @@ def document_search(args: argparse.Namespace) -> int:
     """Run ``remy search --documents``: prints the document-grouped results, or with
     ``--json`` the ``DocumentSearchResponse`` wire JSON."""
     from ..retriever import Retriever
-    from ..search.documents import search_documents
 
     where = _json_object(getattr(args, "where", None), "--where")
     rerank = getattr(args, "rerank", None) or False
     with Retriever(args.db, collection=args.collection, create=False) as retriever:
-        response = search_documents(
-            retriever,
+        response = retriever.search_documents(
             args.query,
             limit=args.k,
             mode=args.mode,

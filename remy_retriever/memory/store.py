@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 
 from ..documents import Document, MetadataValue, validate_document_id
 from ..errors import InvalidFilterError, InvalidInputError, RemyError
-from ..filters import DOCUMENT_ID_KEY, And, Compare, Filter, Or, matches, parse_where, to_chroma
+from ..filters import And, Compare, Filter, Or, matches, parse_where
 from ..responses import (
     ChunkResult,
     ContextMemory,
@@ -54,7 +54,7 @@ from ..responses import (
     Relation,
 )
 from ..retriever import Retriever, StoredDocument
-from ..search.calibration import ScoredHit, calibrated_search
+from ..search.calibration import ScoredHit
 
 if TYPE_CHECKING:
     from ..embeddings import Embedder
@@ -486,12 +486,7 @@ class MemoryStore:
 
     def _find(self, where: Mapping[str, Any]) -> list[str]:
         """Ids of the memory versions whose metadata matches ``where`` (a Chroma filter)."""
-        ids: set[str] = set()
-        chroma_where = to_chroma(parse_where(where))
-        for page in self._store.dense.iter_all(where=chroma_where, documents=False):
-            for cid, _, meta in page:
-                ids.add(str(meta.get(DOCUMENT_ID_KEY) or cid.rsplit("#", 1)[0]))
-        return sorted(ids)
+        return self._store.document_ids(where)
 
     def _tree(self, roots: Iterable[str]) -> dict[str, Memory]:
         """Every version of the memories with these root ids."""
@@ -591,8 +586,7 @@ class MemoryStore:
             clauses.append({_CONTAINER: tag})
         if where:
             clauses.append(where)
-        scored = calibrated_search(
-            self._store,
+        scored = self._store.calibrated_search(
             q,
             mode=mode,
             k=min(10_000, max(3 * limit, 20)),
@@ -653,8 +647,8 @@ class MemoryStore:
         if where:
             clauses.append(where)
         doc_where = {"$and": clauses} if len(clauses) > 1 else (clauses[0] if clauses else None)
-        scored: list[ScoredHit] = calibrated_search(
-            linked, q, mode=mode, k=limit, where=doc_where, rerank=rerank
+        scored: list[ScoredHit] = linked.calibrated_search(
+            q, mode=mode, k=limit, where=doc_where, rerank=rerank
         )
         stored = linked.get_documents(sorted({s.hit.citation.document_id for s in scored}))
         out = []

@@ -1,8 +1,9 @@
 """0-1 relevance for search hits in every mode, for the document and memory responses.
 
-Raw retrieval scores live on different scales (cosine, BM25, RRF sums); the wire
-responses promise a score in [0, 1]. :func:`calibrated_search` runs a search and maps each
-hit's score to [0, 1] by the rule of its mode:
+Raw retrieval scores live on different scales (cosine, BM25, convex or RRF fusion); the
+wire responses promise a score in [0, 1]. :func:`calibrate` maps each hit's score to
+[0, 1] by the rule of its mode (the search pipeline calls it with the query's BM25
+ceiling, :func:`query_ceiling`):
 
 - **semantic**: the cosine similarity, clipped to [0, 1] (the embedder's own scale; the
   spec's bands read naturally on it).
@@ -17,7 +18,7 @@ hit's score to [0, 1] by the rule of its mode:
   ``0.5 * cosine + 0.5 * BM25/ceiling``, each as above, from the branch scores the
   search reports (``explain``); a branch that did not return the chunk among its
   candidates counts 0, and a query with no indexable terms (only stopwords) uses the
-  cosine alone. Hits keep the search's RRF order; callers that rank by the calibrated
+  cosine alone. Hits keep the search's fused order; callers that rank by the calibrated
   score (document and memory search do) re-sort.
 - **reranked** (any mode): the reranker's 0-1 relevance, as is (clipped to [0, 1]).
 
@@ -40,27 +41,22 @@ Calibration is pure arithmetic on what the search returns; it never reorders hit
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidInputError
 from ..hits import SearchHit
 from ..text.analysis import MAX_QUERY_TERMS, analyze
-
-if TYPE_CHECKING:
-    from ..rerankers import Reranker
-    from ..retriever import Retriever
 
 __all__ = [
     "BM25_K1",
     "ScoredHit",
     "bm25_ceiling",
     "calibrate",
-    "calibrated_search",
     "clip01",
     "hybrid_relevance",
     "lexical_relevance",
+    "query_ceiling",
     "query_term_counts",
 ]
 
@@ -116,44 +112,17 @@ def hybrid_relevance(cosine: float | None, bm25: float | None, ceiling: float) -
     return 0.5 * semantic + 0.5 * lexical
 
 
-def calibrated_search(
-    retriever: Retriever,
-    query: str,
-    *,
-    mode: str = "hybrid",
-    k: int = 10,
-    where: Mapping[str, Any] | None = None,
-    rerank: bool | str | Reranker | None = False,
-    candidates: int = 100,
-) -> list[ScoredHit]:
-    """``retriever.search`` (default RRF fusion), each hit with its 0-1 relevance by the
-    rules in this module's docstring, in the search's order. ``rerank`` reranks all ``k``
-    hits: ``False`` never reranks, ``None`` uses the retriever's own reranker if it has
-    one, ``True``/a name/a :class:`Reranker` as in ``Retriever.search``."""
-    hits = retriever.search(
-        query,
-        mode=mode,  # type: ignore[arg-type]  # validated by search
-        k=k,
-        where=where,
-        rerank=rerank,
-        rerank_depth=k,
-        candidates=max(candidates, k),
-        explain=mode == "hybrid",
-    )
-    return calibrate(retriever, query, hits, mode=mode)
+def query_ceiling(query: str, idf: Callable[[list[str]], Mapping[str, float]]) -> float:
+    """The BM25 ceiling of ``query`` (:func:`bm25_ceiling`), with ``idf`` looking up the
+    idf of the query's analysed terms in the index."""
+    counts = query_term_counts(query)
+    return bm25_ceiling(counts, idf(list(counts)))
 
 
-def calibrate(
-    retriever: Retriever, query: str, hits: Sequence[SearchHit], *, mode: str
-) -> list[ScoredHit]:
+def calibrate(hits: Sequence[SearchHit], *, mode: str, ceiling: float) -> list[ScoredHit]:
     """Attach the 0-1 relevance to hits from a ``mode`` search (hybrid hits need their
-    ``explain``, for the branch scores)."""
-    if not hits:
-        return []
-    ceiling = 0.0
-    if mode != "semantic" and any(h.retrieval_rank is None for h in hits):
-        counts = query_term_counts(query)
-        ceiling = bm25_ceiling(counts, retriever.lexical.idf(list(counts)))
+    ``explain``, for the branch scores); ``ceiling`` is the query's BM25 ceiling
+    (:func:`query_ceiling`; unused in semantic mode and for reranked hits)."""
     out = []
     for hit in hits:
         if hit.retrieval_rank is not None or mode == "semantic":

@@ -1,5 +1,6 @@
 """Document-grouped search: chunk hits grouped by document, as a
-:class:`~remy_retriever.responses.DocumentSearchResponse`.
+:class:`~remy_retriever.responses.DocumentSearchResponse` (the supermemory ``/v3/search``
+shape).
 
 See :func:`search_documents`. Scores are 0-1 in every mode (the rules are in
 :mod:`remy_retriever.search.calibration`).
@@ -11,17 +12,18 @@ import re
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..errors import InvalidInputError
-from ..filters import DOCUMENT_ID_KEY, Filter, matches, parse_where, to_chroma
+from ..filters import Filter, parse_where
+from ..options import MAX_EXPAND, SearchOptions, check_int, validate_query
+from ..records import parse_chunk_id
+from ..rerankers import Reranker
 from ..responses import DocumentChunk, DocumentResult, DocumentSearchResponse
-from .calibration import ScoredHit, calibrated_search
-from .enrich import neighbor_ids
-
-if TYPE_CHECKING:
-    from ..rerankers import Reranker
-    from ..retriever import Retriever, StoredDocument
+from ..stores.documents import DocumentTable, StoredDocument
+from .calibration import ScoredHit
+from .enrich import fetch_neighbors, neighbor_ids
+from .pipeline import SearchPipeline
 
 __all__ = ["SUMMARY_CHARS", "lead_summary", "search_documents"]
 
@@ -33,9 +35,11 @@ _MODES = ("semantic", "lexical", "hybrid")
 
 
 def search_documents(
-    retriever: Retriever,
+    pipeline: SearchPipeline,
+    table: DocumentTable,
     q: str,
     *,
+    default_reranker: Reranker | None = None,
     limit: int = 10,
     chunk_threshold: float = 0.0,
     document_threshold: float = 0.0,
@@ -47,7 +51,8 @@ def search_documents(
     where: Mapping[str, Any] | None = None,
     context_chunks: int = 1,
 ) -> DocumentSearchResponse:
-    """Search ``retriever`` and group the chunk hits by document, best document first.
+    """Search and group the chunk hits by document, best document first (what
+    ``Retriever.search_documents`` returns; ``default_reranker`` is the retriever's own).
 
     Scores: every chunk gets a 0-1 score by the rule of ``mode`` (semantic: cosine clipped
     to [0, 1]; lexical: BM25 over the query's BM25 ceiling; hybrid: the mean of those
@@ -78,8 +83,8 @@ def search_documents(
     never reranks; ``None`` uses the retriever's own reranker).
     """
     started = time.perf_counter()
-    _check_int("limit", limit, 1, MAX_LIMIT)
-    _check_int("context_chunks", context_chunks, 0, 50)
+    check_int("limit", limit, hi=MAX_LIMIT)
+    check_int("context_chunks", context_chunks, lo=0, hi=MAX_EXPAND)
     _check_threshold("chunk_threshold", chunk_threshold)
     _check_threshold("document_threshold", document_threshold)
     for name, flag in (
@@ -94,12 +99,22 @@ def search_documents(
         msg = f"unknown mode {mode!r}; use one of 'semantic', 'lexical', 'hybrid'"
         raise InvalidInputError(msg)
     tree = parse_where(where)
+    q = validate_query(q)
 
     # Fetch enough chunks to fill `limit` documents; widen once if they crowd together.
     k = min(10_000, max(3 * limit, 20))
     groups: dict[str, _Group] = {}
     for _ in range(2):
-        scored = calibrated_search(retriever, q, mode=mode, k=k, where=where, rerank=rerank)
+        options = SearchOptions(
+            mode=mode,  # type: ignore[arg-type]  # checked above
+            k=k,
+            where=where,
+            rerank=rerank,
+            rerank_depth=k,
+            candidates=max(100, k),
+            explain=mode == "hybrid",
+        )
+        scored = pipeline.scored(q, options, default_reranker=default_reranker)
         groups = _group(scored, chunk_threshold)
         kept = [g for g in groups.values() if g.keep(document_threshold)]
         if len(kept) >= limit or len(scored) < k:
@@ -109,11 +124,11 @@ def search_documents(
         (g for g in groups.values() if g.keep(document_threshold)),
         key=lambda g: (-g.score, g.first),
     )[:limit]
-    stored = retriever.get_documents([g.document_id for g in chosen])
+    stored = table.stored([g.document_id for g in chosen])
     chosen = [g for g in chosen if g.document_id in stored]
     context: dict[str, str] = {}
     if not only_matching_chunks and context_chunks:
-        context = _context_chunks(retriever, chosen, context_chunks, tree)
+        context = _context_chunks(pipeline, chosen, context_chunks, tree)
     results = [
         _result(
             g,
@@ -155,25 +170,17 @@ def _group(scored: Sequence[ScoredHit], chunk_threshold: float) -> dict[str, _Gr
 
 
 def _context_chunks(
-    retriever: Retriever, groups: Sequence[_Group], n: int, tree: Filter | None
+    pipeline: SearchPipeline, groups: Sequence[_Group], n: int, tree: Filter | None
 ) -> dict[str, str]:
     """Text of the chunks within ``n`` positions of each relevant chunk, by chunk id,
-    fetched under the filter (checked again here) and from the same document only."""
-    wanted: set[str] = set()
+    fetched under the filter and from the same document only."""
+    wanted: list[str] = []
     for g in groups:
         for pos, (_, _, relevant) in g.chunks.items():
             if relevant:
                 before, after = neighbor_ids(g.document_id, pos, g.chunk_count, n)
-                wanted.update(before + after)
-    if not wanted:
-        return {}
-    records = retriever.dense.get(ids=sorted(wanted), where=to_chroma(tree))
-    out: dict[str, str] = {}
-    for cid, text, meta in records:
-        doc = cid.rsplit("#", 1)[0]
-        if meta.get(DOCUMENT_ID_KEY) == doc and matches(tree, meta):
-            out[cid] = text
-    return out
+                wanted += before + after
+    return fetch_neighbors(pipeline.sync.dense, wanted, tree)
 
 
 def _result(
@@ -190,12 +197,10 @@ def _result(
     for pos, (text, score, relevant) in group.chunks.items():
         if relevant or not only_matching_chunks:
             chunks[pos] = DocumentChunk(content=text, score=score, is_relevant=relevant)
-    prefix = f"{group.document_id}#"
     for cid, text in context.items():
-        if cid.startswith(prefix):
-            pos = int(cid[len(prefix) :])
-            if pos not in chunks:
-                chunks[pos] = DocumentChunk(content=text, score=0.0, is_relevant=False)
+        document_id, pos = parse_chunk_id(cid)
+        if document_id == group.document_id and pos not in chunks:
+            chunks[pos] = DocumentChunk(content=text, score=0.0, is_relevant=False)
     fields: dict[str, Any] = {
         "document_id": doc.id,
         "title": doc.title,
@@ -261,12 +266,6 @@ def lead_summary(text: str, *, max_chars: int = SUMMARY_CHARS) -> str:
 
 
 # -- validation --------------------------------------------------------------------------
-
-
-def _check_int(name: str, value: object, lo: int, hi: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
-        msg = f"{name} must be an int between {lo} and {hi}, got {value!r}"
-        raise InvalidInputError(msg)
 
 
 def _check_threshold(name: str, value: object) -> None:

@@ -1,19 +1,68 @@
-"""On-request hit enrichment: highlight matches, matched terms and neighbour lookup keys.
+"""On-request hit enrichment: explain, neighbouring chunks, highlighted matches.
 
-These builders never reorder or rescore: they only read a hit and add to it.
+These never reorder or rescore: they only read a hit and add to it. The neighbour fetch
+here is the only one in the engine; document search uses it too.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
-from ..hits import Match
+from ..filters import Filter, matches, to_chroma
+from ..hits import BranchExplain, Match, SearchExplain, SearchHit
+from ..options import SearchOptions
+from ..records import DOCUMENT_ID_KEY, chunk_id, parse_chunk_id
+from ..stores.dense import DenseStore
 from ..text.analysis import analyze, analyze_query, analyze_spans
 
-__all__ = ["distinctive_terms", "highlight", "matched_terms", "neighbor_ids"]
+__all__ = [
+    "MAX_HIGHLIGHT_TERMS",
+    "distinctive_terms",
+    "explain_hit",
+    "fetch_neighbors",
+    "highlight",
+    "matched_terms",
+    "neighbor_ids",
+    "with_neighbors",
+]
 
 #: Highlight at most this many query terms (the most distinctive ones, by IDF).
 MAX_HIGHLIGHT_TERMS = 8
+
+#: Per branch: chunk id -> (1-based rank, raw score).
+Positions = Mapping[str, Mapping[str, tuple[int, float]]]
+
+
+def explain_hit(
+    options: SearchOptions,
+    query: str,
+    cid: str,
+    score: float,
+    positions: Positions,
+    norms: Mapping[str, Mapping[str, float]],
+    text: str,
+) -> SearchExplain:
+    """Per branch: rank, raw score and its share of the fused score (RRF: ``w / (k +
+    rank)``; convex: ``weight * min-max normalised score``)."""
+    found: dict[str, BranchExplain] = {}
+    for name, table in positions.items():
+        if cid in table:
+            rank, raw = table[cid]
+            contribution: float | None = None
+            if options.mode == "hybrid" and options.fusion == "rrf":
+                contribution = options.branch_weights[name] / (options.rrf_k + rank)
+            elif options.mode == "hybrid":
+                weight = options.alpha if name == "semantic" else 1.0 - options.alpha
+                contribution = weight * norms[name][cid]
+            found[name] = BranchExplain(rank=rank, score=raw, contribution=contribution)
+    terms = matched_terms(query, text) if options.mode != "semantic" else ()
+    return SearchExplain(
+        mode=options.mode,
+        branches=found,
+        fused_score=score if options.mode == "hybrid" else None,
+        matched_terms=terms,
+    )
 
 
 def distinctive_terms(
@@ -53,7 +102,45 @@ def neighbor_ids(
 ) -> tuple[list[str], list[str]]:
     """Chunk ids up to ``n`` positions before and after, in document order, clipped to
     the document's edges (``count`` chunks, when known)."""
-    before = [f"{document_id}#{p}" for p in range(max(0, position - n), position)]
+    before = [chunk_id(document_id, p) for p in range(max(0, position - n), position)]
     last = position + n if count is None else min(count - 1, position + n)
-    after = [f"{document_id}#{p}" for p in range(position + 1, last + 1)]
+    after = [chunk_id(document_id, p) for p in range(position + 1, last + 1)]
     return before, after
+
+
+def fetch_neighbors(dense: DenseStore, ids: Sequence[str], where: Filter | None) -> dict[str, str]:
+    """The text of each of ``ids`` (chunk ids from :func:`neighbor_ids`) that exists,
+    fetched from Chroma under ``where`` and checked again here: a chunk the filter
+    excludes, or one whose recorded document differs from its id's, is left out."""
+    if not ids:
+        return {}
+    out: dict[str, str] = {}
+    for cid, text, meta in dense.get(ids=sorted(set(ids)), where=to_chroma(where)):
+        same_document = meta.get(DOCUMENT_ID_KEY) == parse_chunk_id(cid)[0]
+        if same_document and matches(where, meta):
+            out[cid] = text
+    return out
+
+
+def with_neighbors(
+    dense: DenseStore, hits: Sequence[SearchHit], n: int, where: Filter | None
+) -> list[SearchHit]:
+    """Attach up to ``n`` chunks either side of each hit (same document, same filter)."""
+    plans = []
+    wanted: list[str] = []
+    for hit in hits:
+        c = hit.citation
+        before, after = neighbor_ids(c.document_id, c.chunk_index, c.chunk_count, n)
+        plans.append((before, after))
+        wanted += before + after
+    texts = fetch_neighbors(dense, wanted, where)
+    return [
+        replace(
+            hit,
+            neighbors={
+                "before": tuple(texts[i] for i in before if i in texts),
+                "after": tuple(texts[i] for i in after if i in texts),
+            },
+        )
+        for hit, (before, after) in zip(hits, plans)
+    ]

@@ -1,11 +1,8 @@
 """The Chroma collection: vectors, chunk text and metadata. It is the source of truth.
 
-Every Chroma call goes through :meth:`DenseStore._call`, which retries connection
-failures under the store's :class:`~remy_retriever.retry.RetryPolicy` and then turns them
-into :class:`~remy_retriever.errors.ServerUnavailableError` naming the server; any other
-failure becomes a :class:`~remy_retriever.errors.StoreError`. Every operation sent here is
-idempotent (reads; upserts and deletes by id; setting a generation token chosen before
-the first attempt), so a retried call never duplicates or loses a write.
+This module does Chroma I/O only: the record layout is :mod:`remy_retriever.records`'
+(``pack``/``unpack``), and every call goes through
+:class:`~remy_retriever.stores.chroma.ChromaCalls` (retries, error translation).
 
 Embedded stores and other processes: Chroma's embedded mode keeps each collection's
 vector index in memory, one copy per process and store path, and never reloads it. So
@@ -16,79 +13,32 @@ against both: when the collection's generation token (bumped by every remy write
 not one this process's copy is known to reflect, it reloads the copy from disk -- before
 every write (the caller holds the store's writer lock), and before reads at most once a
 second and only while nobody writes.
-
-Where the text lives: each record's text is kept in its metadata under
-:data:`TEXT_KEY`, not in Chroma's ``documents`` field. Chroma indexes ``documents`` for
-its own full-text search (``where_document``), which remy never uses (the lexical index
-is ours); that indexing is the largest part of a write: with the text in ``documents``
-an embedded upsert ran at about 800 records/s here, with it in metadata about 1,350/s
-(records of 120 words, 384-d vectors, remy's chunk metadata; 2-core machine). Reads fall
-back to ``documents`` for records written by older versions.
-
-Packed bookkeeping: Chroma stores every metadata key of every record as a row of its own
-(in SQLite), so a write costs per key. remy's bookkeeping keys (position, offsets,
-heading path, hashes, timestamps...) are never filtered on in Chroma, so a chunk record
-keeps them in one JSON string under :data:`PACKED_KEY`; only user metadata, the keys remy
-filters on (document id, :data:`UPDATED_MS_KEY`) and the text stay flat. A document-table
-record, which is only ever read by id, packs all of its metadata. Measured here (10k
-records, 1,000 more upserted): chunk writes 1.31 s -> 1.08 s, document-table writes
-0.65 s -> 0.37 s. Reads unpack transparently and still read records written with flat
-keys.
 """
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 import uuid
 import weakref
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any, TypeVar
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
 
 import numpy as np
+from chromadb.errors import NotFoundError
 
-from ..documents import RESERVED_PREFIX
 from ..embeddings import (
     Embedder,
     RemyEmbeddingFunction,
     cosine_from_distance,
     embedder_from_config,
 )
-from ..errors import (
-    CollectionNotFoundError,
-    InvalidInputError,
-    RemyError,
-    ServerUnavailableError,
-    StoreError,
-)
-from ..filters import DOCUMENT_ID_KEY
-from ..retry import DEFAULT_RETRY, RetryPolicy
+from ..errors import CollectionNotFoundError, InvalidInputError, StoreError
+from ..records import GENERATION_KEY, Record, pack, unpack
+from .chroma import ChromaCalls
 
-__all__ = [
-    "GENERATION_KEY",
-    "HNSW_KEYS",
-    "PACKED_KEY",
-    "TEXT_KEY",
-    "UPDATED_MS_KEY",
-    "DenseStore",
-    "Record",
-    "check_hnsw",
-]
+__all__ = ["HNSW_KEYS", "DenseStore", "check_hnsw"]
 
-#: Collection metadata key holding the write generation (a fresh token per write).
-GENERATION_KEY = "remy_generation"
-#: Record metadata key holding the record's text (see the module docstring).
-TEXT_KEY = "remy_text"
-#: Record metadata key holding remy's bookkeeping keys as one JSON object (see the module
-#: docstring).
-PACKED_KEY = "remy_packed"
-#: Chunk metadata key holding the last content change (epoch ms); lexical catch-up
-#: filters on it in Chroma, so it stays flat.
-UPDATED_MS_KEY = "remy_updated_ms"
-#: Reserved keys that stay flat in chunk records: the ones remy filters on in Chroma
-#: (document id, last change) and the text.
-_FLAT_KEYS = frozenset({DOCUMENT_ID_KEY, UPDATED_MS_KEY, TEXT_KEY})
 #: HNSW settings a new collection accepts (Chroma's defaults: 100, 16, 100).
 HNSW_KEYS = ("ef_construction", "max_neighbors", "ef_search")
 
@@ -116,21 +66,6 @@ def check_hnsw(hnsw: object) -> dict[str, int]:
     return out
 
 
-T = TypeVar("T")
-Record = tuple[str, str, dict[str, Any]]  # (chunk id, text, metadata)
-
-_CONNECTION_HINTS = (
-    "connect",
-    "connection",
-    "timed out",
-    "timeout",
-    "unreachable",
-    "refused",
-    "disconnected",
-    "broken pipe",
-)
-
-
 #: For each embedded Chroma "system" (one per store path and process, shared by every
 #: client of that path): collection name -> the generation its in-memory state reflects.
 _SEEN: weakref.WeakKeyDictionary[Any, dict[str, str]] = weakref.WeakKeyDictionary()
@@ -147,41 +82,31 @@ class DenseStore:
 
     def __init__(
         self,
-        client: Any,
-        name: str,
+        calls: ChromaCalls,
         *,
         embedder: Embedder | None,
         create: bool,
-        server: str,
-        retry: RetryPolicy | None = None,
         hnsw: Mapping[str, int] | None = None,
     ) -> None:
         hnsw = check_hnsw(hnsw)
-        if retry is not None and not isinstance(retry, RetryPolicy):
-            msg = (
-                f"retry must be a RetryPolicy (e.g. RetryPolicy(attempts=3, timeout=30)) or "
-                f"None, got {type(retry).__name__} {retry!r:.80}"
-            )
-            raise InvalidInputError(msg)
-        self.client = client
-        self.name = name
-        self.server = server
-        self.retry = DEFAULT_RETRY if retry is None else retry
-        self.request_timeout = _bound_http_timeout(client, self.retry.timeout)
-        self.collection = self._call(
+        self.calls = calls
+        self.client = calls.client
+        self.name = calls.name
+        self.server = calls.server
+        self.collection = calls.call(
             "open the collection", lambda: self._open(embedder, create, hnsw)
         )
         self.embedder: Embedder = self.collection._embedding_function.embedder
-        self._embedded = _is_embedded(client)
-        self._system = _system_of(client)
+        self._embedded = _is_embedded(self.client)
+        self._system = _system_of(self.client)
         self._reloaded_at = 0.0
         self._generation_read: tuple[str, float] | None = None
         #: The store's writer lock (set by the owner). A read never reloads the view
         #: while anyone writes: an in-flight write could be missed by the new view.
         self.write_lock: Any = None
-        if self._embedded and self._system is not None and _created_for(client, self._system):
+        if self._embedded and self._system is not None and _created_for(self.client, self._system):
             # A system created just now for this client has loaded nothing stale yet.
-            _SEEN.setdefault(self._system, {})[name] = self.generation()
+            _SEEN.setdefault(self._system, {})[self.name] = self.generation()
 
     # -- freshness of embedded stores -----------------------------------------------
 
@@ -208,7 +133,7 @@ class DenseStore:
         if lock is not None and not lock.acquire(blocking=False):
             return False  # someone is writing: reload on a later read
         try:
-            self._call("reload the embedded store", lambda: self._reload(generation, force))
+            self.calls.call("reload the embedded store", lambda: self._reload(generation, force))
         finally:
             if lock is not None:
                 lock.release()
@@ -231,8 +156,6 @@ class DenseStore:
             self._reloaded_at = time.monotonic()
 
     def _open(self, embedder: Embedder | None, create: bool, hnsw: Mapping[str, int]) -> Any:
-        from chromadb.errors import NotFoundError
-
         try:
             existing = self.client.get_collection(self.name, embedding_function=None)
         except NotFoundError:
@@ -277,38 +200,10 @@ class DenseStore:
         existing._embedding_function = RemyEmbeddingFunction(embedder)
         return existing
 
-    # -- plumbing ---------------------------------------------------------------------
-
-    def _call(self, what: str, fn: Callable[[], T], *, idempotent: bool = True) -> T:
-        """Run one Chroma operation; retry it (if ``idempotent``) while the server cannot
-        be reached, under :attr:`retry`; translate failures into :class:`RemyError`."""
-        began = time.monotonic()
-        failures = 0
-        while True:
-            try:
-                return fn()
-            except RemyError:
-                raise
-            except Exception as exc:
-                if not _is_connection_error(exc):
-                    msg = f"cannot {what} in Chroma collection {self.name!r}: {exc}"
-                    raise StoreError(msg) from exc
-                failures += 1
-                if failures >= self.retry.attempts or not idempotent:
-                    tries = f"{failures} attempt{'s' if failures > 1 else ''}"
-                    msg = (
-                        f"cannot {what}: the Chroma server at {self.server} is unreachable "
-                        f"({type(exc).__name__}: {exc}; {tries} in "
-                        f"{time.monotonic() - began:.1f} s); start it (e.g. `chroma run "
-                        "--host 127.0.0.1 --port 8000`), fix host/port, or allow more time "
-                        "with retry=RetryPolicy(attempts=..., timeout=...)"
-                    )
-                    raise ServerUnavailableError(msg) from exc
-                time.sleep(self.retry.delay(failures))
-
     @property
     def max_batch(self) -> int:
-        return int(self._call("read the batch size", self.client.get_max_batch_size))
+        """The most records Chroma takes in one call."""
+        return self.calls.max_batch
 
     # -- generation -------------------------------------------------------------------
 
@@ -324,7 +219,7 @@ class DenseStore:
             col = self.client.get_collection(self.name, embedding_function=None)
             return str((col.metadata or {}).get(GENERATION_KEY, ""))
 
-        value = self._call("read the collection generation", read)
+        value = self.calls.call("read the collection generation", read)
         self._generation_read = (value, time.monotonic())
         return value
 
@@ -336,7 +231,7 @@ class DenseStore:
             meta[GENERATION_KEY] = token
             self.collection.modify(metadata=meta)
 
-        self._call("update the collection generation", write)
+        self.calls.call("update the collection generation", write)
         self._generation_read = (token, time.monotonic())
         if self._system is not None:  # our own write: our view reflects it
             _SEEN.setdefault(self._system, {})[self.name] = token
@@ -353,23 +248,23 @@ class DenseStore:
     ) -> None:
         if not ids:
             return
-        self._call(
+        self.calls.call(
             "write chunks",
             lambda: self.collection.upsert(
                 ids=list(ids),
                 embeddings=embeddings,
-                metadatas=_with_text(metadatas, texts),
+                metadatas=pack(metadatas, texts),
             ),
         )
 
     def delete(self, ids: Sequence[str]) -> None:
         if ids:
-            self._call("delete chunks", lambda: self.collection.delete(ids=list(ids)))
+            self.calls.call("delete chunks", lambda: self.collection.delete(ids=list(ids)))
 
     # -- reads ------------------------------------------------------------------------
 
     def count(self) -> int:
-        return int(self._call("count chunks", self.collection.count))
+        return int(self.calls.call("count chunks", self.collection.count))
 
     def query(
         self, embedding: np.ndarray, n: int, where: Mapping[str, Any] | None
@@ -378,7 +273,7 @@ class DenseStore:
         if n <= 0:
             return []
         self.ensure_fresh()
-        result = self._call(
+        result = self.calls.call(
             "search",
             lambda: self.collection.query(
                 query_embeddings=[embedding],
@@ -401,12 +296,10 @@ class DenseStore:
         limit: int | None = None,
         offset: int | None = None,
     ) -> list[Record]:
-        # The text is in the metadata; records of older versions keep it in ``documents``
-        # (fetched separately, only for them).
         include = ["metadatas"] if documents or metadatas else []
         if ids is not None and not ids:
             return []
-        result = self._call(
+        result = self.calls.call(
             "read chunks",
             lambda: self.collection.get(
                 ids=list(ids) if ids is not None else None,
@@ -416,9 +309,7 @@ class DenseStore:
                 offset=offset,
             ),
         )
-        if documents:
-            _fill_legacy_text(self, result)
-        return _records(result, metadatas=metadatas)
+        return unpack(result, metadatas=metadatas)
 
     def missing_vectors(self, ids: Sequence[str], *, batch: int = 1000) -> list[str]:
         """The ids among ``ids`` whose record exists but whose vector is not in the
@@ -436,7 +327,7 @@ class DenseStore:
             return True
 
         def probe(part: list[str]) -> None:
-            if not part or self._call("read vectors", lambda: has_vectors(part)):
+            if not part or self.calls.call("read vectors", lambda: has_vectors(part)):
                 return
             if len(part) == 1:
                 missing.append(part[0])
@@ -470,176 +361,6 @@ class DenseStore:
             if len(batch) < page:
                 return
             offset += len(batch)
-
-
-class DocumentTable:
-    """Whole documents (full text, citation fields, timestamps), one record per document,
-    kept in a companion Chroma collection ``<collection>-remydocs`` so that Chroma stays
-    the single source of truth. Records carry a constant 1-d vector: this collection is
-    only ever read by id, never searched."""
-
-    SUFFIX = "-remydocs"
-
-    def __init__(self, dense: DenseStore) -> None:
-        self._dense = dense
-        name = dense.name[: 512 - len(self.SUFFIX)] + self.SUFFIX
-        self.collection = dense._call(
-            "open the document table",
-            lambda: dense.client.get_or_create_collection(
-                name, embedding_function=None, configuration={"hnsw": {"space": "cosine"}}
-            ),
-        )
-
-    def upsert(
-        self, ids: Sequence[str], texts: Sequence[str], metadatas: Sequence[Mapping[str, Any]]
-    ) -> None:
-        if not ids:
-            return
-        step = max(1, self._dense.max_batch)
-        for lo in range(0, len(ids), step):
-            part = slice(lo, lo + step)
-
-            def write(part: slice = part) -> None:
-                self.collection.upsert(
-                    ids=list(ids[part]),
-                    embeddings=np.ones((len(ids[part]), 1), dtype=np.float32),
-                    metadatas=_with_text(metadatas[part], texts[part], pack_all=True),
-                )
-
-            self._dense._call("write documents", write)
-
-    def delete(self, ids: Sequence[str]) -> None:
-        if ids:
-            self._dense._call("delete documents", lambda: self.collection.delete(ids=list(ids)))
-
-    def get(
-        self, ids: Sequence[str], *, text: bool = True
-    ) -> dict[str, tuple[str, dict[str, Any]]]:
-        if not ids:
-            return {}
-        out: dict[str, tuple[str, dict[str, Any]]] = {}
-        for lo in range(0, len(ids), 1000):
-            part = list(ids[lo : lo + 1000])
-
-            def read(part: list[str] = part) -> Any:
-                return self.collection.get(ids=part, include=["metadatas"])
-
-            result = self._dense._call("read documents", read)
-            if text:
-                _fill_legacy_text(self._dense, result, self.collection)
-            for i, d, m in _records(result, metadatas=True):
-                out[i] = (d, m)
-        return out
-
-    def count(self) -> int:
-        return int(self._dense._call("count documents", self.collection.count))
-
-    def iter_metadata(self, *, page: int = 5000) -> Iterator[list[tuple[str, dict[str, Any]]]]:
-        offset = 0
-        while True:
-
-            def read(offset: int = offset) -> Any:
-                return self.collection.get(include=["metadatas"], limit=page, offset=offset)
-
-            result = self._dense._call("read documents", read)
-            batch = [(i, m) for i, _, m in _records(result, metadatas=True)]
-            if not batch:
-                return
-            yield batch
-            if len(batch) < page:
-                return
-            offset += len(batch)
-
-
-def _with_text(
-    metadatas: Sequence[Mapping[str, Any]], texts: Sequence[str], *, pack_all: bool = False
-) -> list[dict[str, Any]]:
-    """Record metadata as written: the record's text under :data:`TEXT_KEY` and the keys
-    Chroma never filters on packed under :data:`PACKED_KEY` (see the module docstring):
-    remy's bookkeeping keys, or with ``pack_all`` every key."""
-    out: list[dict[str, Any]] = []
-    for meta, text in zip(metadatas, texts):
-        flat: dict[str, Any] = {TEXT_KEY: text}
-        packed: dict[str, Any] = {}
-        for key, value in meta.items():
-            if pack_all or (key.startswith(RESERVED_PREFIX) and key not in _FLAT_KEYS):
-                packed[key] = value
-            else:
-                flat[key] = value
-        if packed:
-            flat[PACKED_KEY] = json.dumps(packed, ensure_ascii=False, separators=(",", ":"))
-        out.append(flat)
-    return out
-
-
-def _fill_legacy_text(store: DenseStore, result: dict[str, Any], collection: Any = None) -> None:
-    """Records written before the text moved into the metadata: read their ``documents``
-    and put the text where :func:`_records` looks for it."""
-    metas = result.get("metadatas") or []
-    legacy = [i for i, m in zip(result["ids"], metas) if TEXT_KEY not in (m or {})]
-    if not legacy:
-        return
-    col = collection if collection is not None else store.collection
-    got = store._call("read texts", lambda: col.get(ids=legacy, include=["documents"]))
-    texts = dict(zip(got["ids"], got.get("documents") or []))
-    result["metadatas"] = [
-        m if TEXT_KEY in (m or {}) else {**(m or {}), TEXT_KEY: texts.get(i) or ""}
-        for i, m in zip(result["ids"], metas)
-    ]
-
-
-def _records(result: Mapping[str, Any], *, metadatas: bool) -> list[Record]:
-    """``(id, text, metadata)`` from a Chroma ``get`` result (text out of the metadata)."""
-    ids = result["ids"]
-    metas = result.get("metadatas") or [None] * len(ids)
-    out: list[Record] = []
-    for i, m in zip(ids, metas):
-        meta = dict(m or {})
-        text = meta.pop(TEXT_KEY, None)
-        packed = meta.pop(PACKED_KEY, None)
-        if metadatas and packed is not None:
-            try:
-                meta.update(json.loads(str(packed)))
-            except (TypeError, ValueError) as exc:
-                msg = (
-                    f"record {i!r} has unreadable metadata under {PACKED_KEY!r} ({exc}); "
-                    "re-add the document it belongs to with Retriever.add()"
-                )
-                raise StoreError(msg) from exc
-        out.append((i, str(text or ""), meta if metadatas else {}))
-    return out
-
-
-def _is_connection_error(exc: BaseException) -> bool:
-    """Did ``exc`` come from failing to reach the server (worth a retry)?"""
-    try:
-        import httpx
-    except ImportError:  # pragma: no cover - chromadb depends on httpx
-        httpx = None  # type: ignore[assignment]
-    if httpx is not None and isinstance(exc, httpx.TransportError):
-        return True
-    if isinstance(exc, (ConnectionError, TimeoutError, OSError)):
-        return True
-    text = f"{type(exc).__name__}: {exc}".lower()
-    return any(hint in text for hint in _CONNECTION_HINTS)
-
-
-def _bound_http_timeout(client: Any, timeout: float | None) -> float | None:
-    """Give a ``chromadb.HttpClient``'s HTTP session ``timeout`` (chromadb sets none).
-
-    Returns the timeout now in force, or ``None`` when the client has no HTTP session
-    (embedded stores) or ``timeout`` is ``None`` (the session is left as it is)."""
-    session = getattr(getattr(client, "_server", None), "_session", None)
-    if session is None or timeout is None:
-        return None
-    try:
-        import httpx
-    except ImportError:  # pragma: no cover
-        return None
-    if not isinstance(session, httpx.Client):
-        return None
-    session.timeout = httpx.Timeout(timeout)
-    return timeout
 
 
 def _is_embedded(client: Any) -> bool:

@@ -309,7 +309,7 @@ def test_bookkeeping_is_packed_and_flat_records_still_read(retriever: Retriever)
     """remy's bookkeeping keys are written as one JSON string per record (Chroma stores a
     row per key), leaving only what Chroma filters on flat; records written with every key
     flat, as older versions did, read back the same."""
-    from remy_retriever.filters import DOCUMENT_ID_KEY
+    from remy_retriever.records import DOCUMENT_ID_KEY
     from remy_retriever.stores.dense import PACKED_KEY, TEXT_KEY, UPDATED_MS_KEY
 
     doc = Document(

@@ -1,0 +1,167 @@
+"""Chroma plumbing shared by the stores: one guarded call path and client introspection.
+
+Every Chroma call goes through :meth:`ChromaCalls.call`, which retries connection
+failures under the store's :class:`~remy_retriever.retry.RetryPolicy` and then turns them
+into :class:`~remy_retriever.errors.ServerUnavailableError` naming the server; any other
+failure becomes a :class:`~remy_retriever.errors.StoreError`. Every operation sent is
+idempotent (reads; upserts and deletes by id; setting a generation token chosen before the
+first attempt), so a retried call never duplicates or loses a write.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import chromadb
+import httpx
+
+from ..errors import InvalidInputError, RemyError, ServerUnavailableError, StoreError
+from ..retry import DEFAULT_RETRY, RetryPolicy
+
+__all__ = ["ChromaCalls", "OpenedClient", "lexical_cache_dir", "open_client"]
+
+T = TypeVar("T")
+
+_CONNECTION_HINTS = (
+    "connect",
+    "connection",
+    "timed out",
+    "timeout",
+    "unreachable",
+    "refused",
+    "disconnected",
+    "broken pipe",
+)
+
+
+class ChromaCalls:
+    """Runs Chroma operations for one collection of one client, under a retry policy."""
+
+    def __init__(
+        self, client: Any, name: str, *, server: str, retry: RetryPolicy | None = None
+    ) -> None:
+        if retry is not None and not isinstance(retry, RetryPolicy):
+            msg = (
+                f"retry must be a RetryPolicy (e.g. RetryPolicy(attempts=3, timeout=30)) or "
+                f"None, got {type(retry).__name__} {retry!r:.80}"
+            )
+            raise InvalidInputError(msg)
+        self.client = client
+        self.name = name
+        self.server = server
+        self.retry = DEFAULT_RETRY if retry is None else retry
+        self.request_timeout = _bound_http_timeout(client, self.retry.timeout)
+
+    def call(self, what: str, fn: Callable[[], T], *, idempotent: bool = True) -> T:
+        """Run one Chroma operation; retry it (if ``idempotent``) while the server cannot
+        be reached, under :attr:`retry`; translate failures into :class:`RemyError`."""
+        began = time.monotonic()
+        failures = 0
+        while True:
+            try:
+                return fn()
+            except RemyError:
+                raise
+            except Exception as exc:
+                if not is_connection_error(exc):
+                    msg = f"cannot {what} in Chroma collection {self.name!r}: {exc}"
+                    raise StoreError(msg) from exc
+                failures += 1
+                if failures >= self.retry.attempts or not idempotent:
+                    tries = f"{failures} attempt{'s' if failures > 1 else ''}"
+                    msg = (
+                        f"cannot {what}: the Chroma server at {self.server} is unreachable "
+                        f"({type(exc).__name__}: {exc}; {tries} in "
+                        f"{time.monotonic() - began:.1f} s); start it (e.g. `chroma run "
+                        "--host 127.0.0.1 --port 8000`), fix host/port, or allow more time "
+                        "with retry=RetryPolicy(attempts=..., timeout=...)"
+                    )
+                    raise ServerUnavailableError(msg) from exc
+                time.sleep(self.retry.delay(failures))
+
+    @property
+    def max_batch(self) -> int:
+        """The most records Chroma takes in one call."""
+        return int(self.call("read the batch size", self.client.get_max_batch_size))
+
+
+def is_connection_error(exc: BaseException) -> bool:
+    """Did ``exc`` come from failing to reach the server (worth a retry)?"""
+    if isinstance(exc, (httpx.TransportError, ConnectionError, TimeoutError, OSError)):
+        return True
+    text = f"{type(exc).__name__}: {exc}".lower()
+    return any(hint in text for hint in _CONNECTION_HINTS)
+
+
+def _bound_http_timeout(client: Any, timeout: float | None) -> float | None:
+    """Give a ``chromadb.HttpClient``'s HTTP session ``timeout`` (chromadb sets none).
+
+    Returns the timeout now in force, or ``None`` when the client has no HTTP session
+    (embedded stores) or ``timeout`` is ``None`` (the session is left as it is)."""
+    session = getattr(getattr(client, "_server", None), "_session", None)
+    if session is None or timeout is None or not isinstance(session, httpx.Client):
+        return None
+    session.timeout = httpx.Timeout(timeout)
+    return timeout
+
+
+class OpenedClient:
+    """A Chroma client and what the facade needs to know about it."""
+
+    def __init__(self, client: Any, server: str, store_dir: Path | None) -> None:
+        #: The chromadb client.
+        self.client = client
+        #: How errors name the store (``http://host:port`` or ``embedded store '...'``).
+        self.server = server
+        #: The directory of an embedded store, else ``None``.
+        self.store_dir = store_dir
+
+
+def open_client(path: str | os.PathLike[str] | None, client: Any) -> OpenedClient:
+    """An embedded ``PersistentClient`` at ``path`` (default ``./remy_data``), or the
+    given client described."""
+    if client is None:
+        # Absolute: chromadb caches clients by path string, so a relative path reused
+        # after a chdir would reach the cached client of another directory.
+        root = Path(path if path is not None else "./remy_data").resolve()
+        persistent = chromadb.PersistentClient(path=str(root))
+        return OpenedClient(persistent, f"embedded store {str(root)!r}", root)
+    return OpenedClient(client, _describe_client(client), _embedded_dir(client))
+
+
+def lexical_cache_dir() -> Path:
+    """Where lexical indexes of server collections live unless told otherwise."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "remy-retriever" / "lexical"
+
+
+def _describe_client(client: Any) -> str:
+    settings = getattr(client, "get_settings", None)
+    try:
+        s = settings() if callable(settings) else None
+        host = getattr(s, "chroma_server_host", None)
+        port = getattr(s, "chroma_server_http_port", None)
+        if host:
+            return f"http://{host}:{port}"
+        persist = getattr(s, "persist_directory", None)
+        if persist:
+            return f"embedded store {persist!r}"
+    except Exception:
+        pass
+    return type(client).__name__
+
+
+def _embedded_dir(client: Any) -> Path | None:
+    """The directory of an embedded (persistent) client's store, else ``None``."""
+    try:
+        settings = client.get_settings()
+    except Exception:
+        return None
+    persist = getattr(settings, "persist_directory", None)
+    if getattr(settings, "is_persistent", False) and persist:
+        return Path(persist)
+    return None

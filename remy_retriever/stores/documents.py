@@ -1,0 +1,121 @@
+"""The document table: whole documents kept beside their chunks, in Chroma.
+
+One record per document (full text, citation fields, timestamps) in a companion Chroma
+collection ``<collection>-remydocs``, so that Chroma stays the single source of truth.
+Records carry a constant 1-d vector: this collection is only ever read by id, never
+searched. Chroma I/O only; the record layout is :mod:`remy_retriever.records`'.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..documents import Document
+from ..records import document_fields, pack, unpack
+from .chroma import ChromaCalls
+
+__all__ = ["DocumentTable", "StoredDocument"]
+
+
+@dataclass(frozen=True)
+class StoredDocument:
+    """A document as stored: the :class:`Document`, ISO-8601 UTC timestamps (``updated_at``
+    changes only when the content changes) and its number of chunks."""
+
+    document: Document
+    created_at: str
+    updated_at: str
+    chunk_count: int
+
+
+class DocumentTable:
+    """Whole documents, one record per document (see the module docstring)."""
+
+    SUFFIX = "-remydocs"
+
+    def __init__(self, calls: ChromaCalls) -> None:
+        self._calls = calls
+        name = calls.name[: 512 - len(self.SUFFIX)] + self.SUFFIX
+        self.collection = calls.call(
+            "open the document table",
+            lambda: calls.client.get_or_create_collection(
+                name, embedding_function=None, configuration={"hnsw": {"space": "cosine"}}
+            ),
+        )
+
+    def upsert(
+        self, ids: Sequence[str], texts: Sequence[str], metadatas: Sequence[Mapping[str, Any]]
+    ) -> None:
+        if not ids:
+            return
+        step = max(1, self._calls.max_batch)
+        for lo in range(0, len(ids), step):
+            part = slice(lo, lo + step)
+
+            def write(part: slice = part) -> None:
+                self.collection.upsert(
+                    ids=list(ids[part]),
+                    embeddings=np.ones((len(ids[part]), 1), dtype=np.float32),
+                    metadatas=pack(metadatas[part], texts[part], pack_all=True),
+                )
+
+            self._calls.call("write documents", write)
+
+    def delete(self, ids: Sequence[str]) -> None:
+        if ids:
+            self._calls.call("delete documents", lambda: self.collection.delete(ids=list(ids)))
+
+    def get(self, ids: Sequence[str]) -> dict[str, tuple[str, dict[str, Any]]]:
+        """``{document id: (text, metadata)}`` for the ids that exist."""
+        out: dict[str, tuple[str, dict[str, Any]]] = {}
+        for lo in range(0, len(ids), 1000):
+            part = list(ids[lo : lo + 1000])
+
+            def read(part: list[str] = part) -> Any:
+                return self.collection.get(ids=part, include=["metadatas"])
+
+            for i, text, meta in unpack(self._calls.call("read documents", read)):
+                out[i] = (text, meta)
+        return out
+
+    def stored(self, ids: Sequence[str]) -> dict[str, StoredDocument]:
+        """The :class:`StoredDocument` of each id that exists."""
+        out: dict[str, StoredDocument] = {}
+        for doc_id, (text, meta) in self.get(ids).items():
+            fields = document_fields(meta)
+            out[doc_id] = StoredDocument(
+                document=Document(
+                    id=doc_id,
+                    text=text,
+                    title=fields["title"],
+                    url=fields["url"],
+                    path=fields["path"],
+                    type=fields["type"],
+                    summary=fields["summary"],
+                    metadata=fields["metadata"],
+                ),
+                created_at=fields["created_at"],
+                updated_at=fields["updated_at"],
+                chunk_count=fields["chunk_count"],
+            )
+        return out
+
+    def iter_metadata(self, *, page: int = 5000) -> Iterator[list[tuple[str, dict[str, Any]]]]:
+        """Every record's ``(document id, metadata)``, in pages."""
+        offset = 0
+        while True:
+
+            def read(offset: int = offset) -> Any:
+                return self.collection.get(include=["metadatas"], limit=page, offset=offset)
+
+            batch = [(i, m) for i, _, m in unpack(self._calls.call("read documents", read))]
+            if not batch:
+                return
+            yield batch
+            if len(batch) < page:
+                return
+            offset += len(batch)
