@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 
 from remy_retriever.documents import Chunk, with_heading_path
 from remy_retriever.errors import InvalidDocumentError, InvalidInputError
-from remy_retriever.text.chunking import approximate_token_counter, chunk_text
+from remy_retriever.text.chunking import chunk_text
+from remy_retriever.text.tokens import approximate_token_counter
 
 Counter = Callable[[Sequence[str]], list[int]]
 
