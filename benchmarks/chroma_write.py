@@ -11,12 +11,14 @@ text carried as a metadata value instead of in ``documents`` (how remy stores it
 this profile showed the full-text indexing of ``documents`` to be the largest cost); and
 the document-table record (1-d vector, full text, 6 keys) both ways. Variants alternate,
 ``--reps`` times, each in a fresh persistent store; medians are reported.
+
+Records are made by :mod:`remy_retriever.records` (the stored format's one home) before
+the clock starts, so only the upserts are timed.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import shutil
 import statistics
 import sys
@@ -29,32 +31,59 @@ from typing import Any
 import numpy as np
 
 from benchmarks import common
-from remy_retriever.stores.dense import TEXT_KEY
+from remy_retriever.documents import Chunk, Document
+from remy_retriever.records import TEXT_KEY, chunk_id, chunk_metadata, document_metadata, pack
+
+STAMP = "2026-01-01T00:00:00.000000Z"
+TITLE = "A title"
 
 
-def _meta(i: int) -> dict[str, Any]:
-    """A chunk's metadata as Retriever.add writes it (13 remy keys + 1 user key)."""
-    return {
-        "tenant": f"t{i % 100}",
-        "remy_doc_id": f"doc{i}",
-        "remy_pos": 0,
-        "remy_start": 0,
-        "remy_end": 700,
-        "remy_heading": '["A title"]',
-        "remy_title": "A title",
-        "remy_doc_hash": f"{i:032x}",
-        "remy_n_chunks": 1,
-        "remy_created": "2026-01-01T00:00:00.000000Z",
-        "remy_updated": "2026-01-01T00:00:00.000000Z",
-        "remy_updated_ms": 1767225600000 + i,
-        "remy_chunk_hash": f"{i + 7:032x}",
-    }
+def _document(i: int, text: str) -> Document:
+    return Document(id=f"doc{i}", text=text, title=TITLE, metadata={"tenant": f"t{i % 100}"})
 
 
-def _packed(i: int) -> dict[str, Any]:
-    m = _meta(i)
-    keep = {k: m.pop(k) for k in ("tenant", "remy_doc_id", "remy_updated_ms")}
-    return {**keep, "remy": json.dumps(m, separators=(",", ":"))}
+def _meta(i: int, text: str) -> dict[str, Any]:
+    """A chunk's metadata as Retriever.add makes it (12 remy keys + 1 user key), before
+    Chroma packing: the whole document as one chunk under the heading path ``TITLE``."""
+    doc = _document(i, text)
+    chunk = Chunk(doc.id, 0, text, 0, len(text), heading_path=(TITLE,))
+    return chunk_metadata(
+        doc,
+        chunk,
+        doc_hash=doc.content_hash,
+        n_chunks=1,
+        created=STAMP,
+        updated=STAMP,
+        updated_ms=1767225600000 + i,
+    )
+
+
+def _packed(i: int, text: str) -> dict[str, Any]:
+    """The same metadata packed as remy writes it (the keys remy filters on, flat, and the
+    rest as one JSON string), without the text: 4 keys."""
+    flat = pack([_meta(i, text)], [text])[0]
+    del flat[TEXT_KEY]
+    return flat
+
+
+def _document_meta(i: int, text: str) -> dict[str, Any]:
+    """A document-table record's metadata, unpacked (6 keys)."""
+    doc = _document(i, text)
+    return document_metadata(
+        doc, doc_hash=doc.content_hash, n_chunks=1, created=STAMP, updated=STAMP
+    )
+
+
+def _metadatas(spec: dict[str, Any], texts: Sequence[str]) -> list[dict[str, Any]] | None:
+    """The metadata a variant writes for every record (None: no metadata)."""
+    make = _document_meta if spec.get("doctable") else spec.get("meta")
+    if make is None:
+        return None
+    metas = [make(i, t) for i, t in enumerate(texts)]
+    if spec.get("text_in_meta"):
+        for m, t in zip(metas, texts):
+            m[TEXT_KEY] = t
+    return metas
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -66,7 +95,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
     words = [f"w{i}" for i in range(20_000)]
     texts = [" ".join(rng.choice(words, 100)) for _ in range(n)]
-    ids = [f"doc{i}#0" for i in range(n)]
+    ids = [chunk_id(f"doc{i}", 0) for i in range(n)]
     variants: dict[str, dict[str, Any]] = {
         "vectors only": {},
         "+ text": {"documents": True},
@@ -83,6 +112,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         },
     }
     times: dict[str, list[float]] = {k: [] for k in variants}
+    prepared = {name: _metadatas(spec, texts) for name, spec in variants.items()}
     tmp = Path(tempfile.mkdtemp(prefix="remy-bench-chroma-"))
     try:
         for rep in range(args.reps):
@@ -90,31 +120,23 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 store = tmp / f"{rep}-{len(times[name])}-{abs(hash(name))}"
                 client = chromadb.PersistentClient(path=str(store))
                 col = client.create_collection("bench", configuration={"hnsw": {"space": "cosine"}})
+                metas = prepared[name]
+                metas = None if metas is None else [dict(m) for m in metas]
                 t0 = time.perf_counter()
                 for lo in range(0, n, args.batch):
                     hi = min(n, lo + args.batch)
                     kw: dict[str, Any] = {}
+                    if metas is not None:
+                        kw["metadatas"] = metas[lo:hi]
                     if spec.get("doctable"):
                         kw["embeddings"] = np.ones((hi - lo, 1), dtype=np.float32)
-                        kw["metadatas"] = [
-                            {k: v for k, v in _meta(i).items() if k in _DOC_KEYS}
-                            for i in range(lo, hi)
-                        ]
-                        if spec.get("text_in_meta"):
-                            for m, t in zip(kw["metadatas"], texts[lo:hi]):
-                                m[TEXT_KEY] = t
-                        else:
+                        if not spec.get("text_in_meta"):
                             kw["documents"] = texts[lo:hi]
                         col.upsert(ids=[f"doc{i}" for i in range(lo, hi)], **kw)
                         continue
                     kw["embeddings"] = vecs[lo:hi]
                     if spec.get("documents"):
                         kw["documents"] = texts[lo:hi]
-                    if spec.get("meta"):
-                        kw["metadatas"] = [spec["meta"](i) for i in range(lo, hi)]
-                    if spec.get("text_in_meta"):
-                        for m, t in zip(kw["metadatas"], texts[lo:hi]):
-                            m[TEXT_KEY] = t
                     col.upsert(ids=ids[lo:hi], **kw)
                 times[name].append(time.perf_counter() - t0)
                 del col, client
@@ -137,16 +159,6 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             for name, ts in times.items()
         },
     }
-
-
-_DOC_KEYS = {
-    "tenant",
-    "remy_title",
-    "remy_doc_hash",
-    "remy_n_chunks",
-    "remy_created",
-    "remy_updated",
-}
 
 
 def _markdown(data: dict[str, Any]) -> str:

@@ -121,7 +121,7 @@ def prepare(dataset_dir: str, eval_cache: Path, cache: Path) -> Path:
 def _read_collection(store: Path) -> tuple[list[str], list[str], np.ndarray]:
     import chromadb
 
-    from remy_retriever.stores.dense import TEXT_KEY
+    from remy_retriever.records import TEXT_KEY
 
     if not (store / "chroma.sqlite3").is_file():
         return [], [], np.zeros((0, 0), dtype=np.float32)
