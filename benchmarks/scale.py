@@ -253,8 +253,8 @@ def bulk_ours(
     it in the metadata), for peers that wrap this collection and read ``documents``;
     it makes this ingest slower (Chroma full-text-indexes ``documents``)."""
     from remy_retriever import Retriever
+    from remy_retriever.records import LexicalRecord
     from remy_retriever.stores.dense import TEXT_KEY
-    from remy_retriever.stores.lexical import LexicalRecord
 
     embedder = common.CachedEmbedder(None, queries, tokenizer=False)
     embedder.docs = common.VectorTable(texts, vectors)

@@ -33,13 +33,14 @@ from .errors import (
 )
 from .filters import DOCUMENT_ID_KEY, Filter, matches, parse_where, require_utf8, to_chroma
 from .hits import BranchExplain, Citation, SearchExplain, SearchHit
+from .records import LexicalRecord
 from .rerankers import Reranker, resolve_reranker
 from .retry import RetryPolicy
 from .search import fusion
 from .search.enrich import distinctive_terms, matched_terms, neighbor_ids
 from .search.enrich import highlight as highlight_spans
 from .stores.dense import UPDATED_MS_KEY, DenseStore, DocumentTable, Record, check_hnsw
-from .stores.lexical import LexicalIndex, LexicalIndexCorruptError, LexicalRecord
+from .stores.lexical import LexicalIndex, LexicalIndexCorruptError
 from .stores.locking import LOCK_FILE, WriterLock
 from .text.analysis import analyze_query, sanitize
 from .text.chunking import chunk_text
@@ -915,7 +916,8 @@ class Retriever:
 
     def search_documents(self, query: str, **options: Any) -> DocumentSearchResponse:
         """Hits grouped by document with 0-1 scores, in the supermemory document-search
-        shape; options and scoring rules in :func:`remy_retriever.search.documents.search_documents`."""
+        shape; options and scoring rules in
+        :func:`remy_retriever.search.documents.search_documents`."""
         from .search.documents import search_documents
 
         return search_documents(self, query, **options)
