@@ -157,20 +157,10 @@ def chunk_records(
 
 
 def lexical_records(records: Iterable[tuple[str, str, dict[str, Any]]]) -> list[Any]:
-    """``(chunk id, text, metadata)`` records as the lexical index takes them, made by
-    :func:`remy_retriever.records.to_lexical_record`.
+    """``(chunk id, text, metadata)`` records as the lexical index takes them."""
+    from remy_retriever.records import to_lexical_records
 
-    Until the lexical index takes :class:`remy_retriever.records.LexicalRecord` itself,
-    each is handed over field for field as the index's own record type (which checks them
-    the same way); once the two are one class, the records pass as they are."""
-    from remy_retriever.records import LexicalRecord, to_lexical_record
-    from remy_retriever.stores import lexical
-
-    made = [to_lexical_record(record) for record in records]
-    native = getattr(lexical, "LexicalRecord", LexicalRecord)
-    if native is LexicalRecord:
-        return made
-    return [native(m.chunk_id, m.document_id, m.text, m.metadata, m.content_hash) for m in made]
+    return to_lexical_records(records)
 
 
 def bulk_ours(

@@ -35,8 +35,8 @@ __all__ = [
     "hit_to_metadata",
     "open_engine",
     "rerank",
-    "resolve_reranker",
     "reranker_for",
+    "resolve_reranker",
 ]
 
 #: Search options an adapter exposes as its own fields; the others go in ``search_kwargs``.

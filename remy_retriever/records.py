@@ -40,6 +40,7 @@ __all__ = [
     "CHUNK_SEPARATOR",
     "DOCUMENT_ID_KEY",
     "GENERATION_KEY",
+    "LEXICAL_SEPARATOR",
     "PACKED_KEY",
     "RESERVED_PREFIX",
     "TEXT_KEY",
@@ -57,11 +58,13 @@ __all__ = [
     "document_id_of",
     "document_metadata",
     "filterable",
+    "has_surrogate",
     "pack",
     "parse_chunk_id",
     "to_citation",
     "to_hit",
     "to_lexical_record",
+    "to_lexical_records",
     "unpack",
     "user_metadata",
 ]
@@ -95,7 +98,8 @@ _CREATED, _UPDATED, _SUMMARY = "remy_created", "remy_updated", "remy_summary"
 #: Reserved keys that stay flat in chunk records: the ones remy filters on in Chroma.
 _FLAT_KEYS = frozenset({DOCUMENT_ID_KEY, UPDATED_MS_KEY, TEXT_KEY})
 _INT64_MAX = 2**63 - 1
-_LEXICAL_SEP = "\x1f"
+#: Separates a chunk id from its content hash in the lexical index's id-hash terms.
+LEXICAL_SEPARATOR = "\x1f"
 
 #: A record as read from Chroma: ``(chunk id, text, metadata)``, metadata unpacked.
 Record = tuple[str, str, dict[str, Any]]
@@ -395,7 +399,7 @@ class LexicalRecord:
             raise InvalidDocumentError(msg)
         if (
             not isinstance(self.content_hash, str)
-            or _LEXICAL_SEP in self.content_hash
+            or LEXICAL_SEPARATOR in self.content_hash
             or "\x00" in self.content_hash
             or has_surrogate(self.content_hash)
         ):

@@ -25,8 +25,9 @@ from remy_retriever.errors import (
     StoreError,
 )
 from remy_retriever.filters import Filter, matches, parse_where
+from remy_retriever.records import LexicalRecord
 from remy_retriever.stores import lexical
-from remy_retriever.stores.lexical import MAX_NUMERIC_KEYS, LexicalIndex, LexicalRecord
+from remy_retriever.stores.lexical import MAX_NUMERIC_KEYS, LexicalIndex
 
 Metadata = Mapping[str, Any]
 

@@ -37,8 +37,8 @@ from llama_index.core.schema import (
 )
 
 from remy_retriever import Citation, InvalidInputError, SearchHit
-from remy_retriever.records import chunk_id
 from remy_retriever.flatten import FLAT_KEYS, SHADOW_KEY, hit_from_metadata, hit_to_metadata
+from remy_retriever.records import chunk_id
 
 __all__ = [
     "HIDDEN_KEYS",
