@@ -82,7 +82,7 @@ def build_ours(
     r = _open(root, embedder, hnsw)
     timers = Timers()
     timers.wrap(r.dense, "upsert", "dense_upsert_s")
-    timers.wrap(r._docs, "upsert", "document_table_s")
+    timers.wrap(r.document_table, "upsert", "document_table_s")
     timers.wrap(r.lexical, "apply", "lexical_apply_s")
     timers.wrap(embedder, "embed_documents", "vector_lookup_s")
     timers.wrap(r, "_existing", "existing_check_s")

@@ -19,7 +19,9 @@ from remy_retriever import Document, InvalidFilterError, InvalidInputError, Retr
 from remy_retriever import SentenceTransformerEmbedder as STEmbedder
 from remy_retriever.memory import DocumentSearchResponse
 from remy_retriever.memory.cli import add_document_search_flags, document_search
-from remy_retriever.search.documents import lead_summary, search_documents
+from remy_retriever.search.documents import lead_summary
+
+search_documents = Retriever.search_documents
 
 MODES = ("semantic", "lexical", "hybrid")
 ISO = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z")

@@ -276,27 +276,16 @@ def test_doctor_detects_and_repairs_drift(retriever: Retriever) -> None:
     assert hits[0].citation.document_id == "a-install"
 
 
-def test_text_lives_in_metadata_and_older_records_still_read(retriever: Retriever) -> None:
+def test_text_lives_in_metadata(retriever: Retriever) -> None:
     """Chunk and document texts are stored in record metadata (Chroma's ``documents``
-    field, which Chroma full-text-indexes, stays empty); records written the older way,
-    with the text in ``documents``, still read back whole."""
-    from remy_retriever.stores.dense import TEXT_KEY
+    field, which Chroma full-text-indexes, stays empty) and read back whole."""
+    from remy_retriever.records import TEXT_KEY
 
     retriever.add([Document(id="guide", text=GUIDE, title="Guide")])
-    raw = retriever.dense.collection.get(include=["documents", "metadatas"])
-    assert all(d is None for d in raw["documents"])
-    assert all(TEXT_KEY in m for m in raw["metadatas"])
-    # Rewrite every chunk and the document record the older way.
-    for col in (retriever.dense.collection, retriever._docs.collection):
-        got = col.get(include=["metadatas", "embeddings"])
-        texts = [m.pop(TEXT_KEY) for m in got["metadatas"]]
-        col.delete(ids=got["ids"])
-        col.add(
-            ids=got["ids"],
-            embeddings=got["embeddings"],
-            documents=texts,
-            metadatas=got["metadatas"],
-        )
+    for col in (retriever.dense.collection, retriever.document_table.collection):
+        raw = col.get(include=["documents", "metadatas"])
+        assert all(d is None for d in raw["documents"])
+        assert all(TEXT_KEY in m for m in raw["metadatas"])
     assert retriever.get_documents(["guide"])["guide"].document.text == GUIDE
     for mode in MODES:
         hits = retriever.search("homebrew on a mac", mode=mode, k=1)
@@ -305,12 +294,10 @@ def test_text_lives_in_metadata_and_older_records_still_read(retriever: Retrieve
     assert retriever.doctor().ok
 
 
-def test_bookkeeping_is_packed_and_flat_records_still_read(retriever: Retriever) -> None:
+def test_bookkeeping_is_packed(retriever: Retriever) -> None:
     """remy's bookkeeping keys are written as one JSON string per record (Chroma stores a
-    row per key), leaving only what Chroma filters on flat; records written with every key
-    flat, as older versions did, read back the same."""
-    from remy_retriever.records import DOCUMENT_ID_KEY
-    from remy_retriever.stores.dense import PACKED_KEY, TEXT_KEY, UPDATED_MS_KEY
+    row per key), leaving only what Chroma filters on flat; they read back unpacked."""
+    from remy_retriever.records import DOCUMENT_ID_KEY, PACKED_KEY, TEXT_KEY, UPDATED_MS_KEY
 
     doc = Document(
         id="guide", text=GUIDE, title="Guide", url="https://x.test/g", metadata={"tenant": "a"}
@@ -324,26 +311,12 @@ def test_bookkeeping_is_packed_and_flat_records_still_read(retriever: Retriever)
         TEXT_KEY,
         PACKED_KEY,
     }
-    table = retriever._docs.collection.get(include=["metadatas"])
+    table = retriever.document_table.collection.get(include=["metadatas"])
     assert {k for m in table["metadatas"] for k in m} == {TEXT_KEY, PACKED_KEY}
-
-    def snapshot() -> tuple[Any, ...]:
-        hits = retriever.search("homebrew on a mac", mode="hybrid", k=3, where={"tenant": "a"})
-        stored = retriever.get_documents(["guide"])["guide"]
-        return ([(h.id, h.text, h.citation, h.metadata) for h in hits], stored)
-
-    before = snapshot()
-    assert before[0][0][2].url == "https://x.test/g" and before[0][0][2].heading_path
-    for col in (retriever.dense.collection, retriever._docs.collection):
-        got = col.get(include=["metadatas", "embeddings"])
-        flat = []
-        for meta in got["metadatas"]:
-            packed = json.loads(meta.pop(PACKED_KEY))
-            flat.append({**meta, **packed})
-        col.delete(ids=got["ids"])
-        col.add(ids=got["ids"], embeddings=got["embeddings"], metadatas=flat)
-        assert all(PACKED_KEY not in m for m in col.get(include=["metadatas"])["metadatas"])
-    assert snapshot() == before
+    hits = retriever.search("homebrew on a mac", mode="hybrid", k=3, where={"tenant": "a"})
+    assert hits[0].citation.url == "https://x.test/g" and hits[0].citation.heading_path
+    assert hits[0].metadata == {"tenant": "a"}
+    assert retriever.get_documents(["guide"])["guide"].document.url == "https://x.test/g"
     assert retriever.doctor().ok
 
 
@@ -352,7 +325,7 @@ def test_add_writes_in_groups_and_reports_every_document(
 ) -> None:
     """Embedding runs per batch, writing per group of WRITE_GROUP_CHUNKS chunks; whatever
     the grouping, every document lands whole in both indexes and the report is exact."""
-    import remy_retriever.retriever as module
+    import remy_retriever.ingest.writer as module
 
     monkeypatch.setattr(module, "WRITE_GROUP_CHUNKS", 3)
     commits: list[int] = []

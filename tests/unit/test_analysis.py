@@ -3,7 +3,7 @@
 from hypothesis import given
 from hypothesis import strategies as st
 
-from remy_retriever.retriever import _slices
+from remy_retriever.ingest.writer import slices as _slices
 from remy_retriever.text.analysis import MAX_QUERY_TERMS, analyze, analyze_query, analyze_spans
 
 

@@ -28,11 +28,32 @@ EXPECTED = {
     "RemyError",
     "Reranker",
     "Retriever",
+    "ScoredHit",
     "SearchExplain",
     "SearchHit",
+    "SearchOptions",
     "SentenceTransformerEmbedder",
     "ServerUnavailableError",
     "StoreError",
+    "StoredDocument",
+}
+
+#: What the framework adapters may import from the core besides the package root.
+INTEGRATION_EXPECTED = {
+    "FIELD_OPTIONS",
+    "FLAT_KEYS",
+    "SHADOW_KEY",
+    "Reranked",
+    "Reranker",
+    "build_options",
+    "check_search_kwargs",
+    "chunk_id",
+    "hit_from_metadata",
+    "hit_to_metadata",
+    "open_engine",
+    "rerank",
+    "resolve_reranker",
+    "reranker_for",
 }
 
 
@@ -40,6 +61,14 @@ def test_all_is_pinned() -> None:
     assert set(remy_retriever.__all__) == EXPECTED
     for name in EXPECTED:
         assert hasattr(remy_retriever, name)
+
+
+def test_integration_surface_is_pinned() -> None:
+    from remy_retriever import integration
+
+    assert set(integration.__all__) == INTEGRATION_EXPECTED
+    for name in INTEGRATION_EXPECTED:
+        assert hasattr(integration, name)
 
 
 def test_errors_share_one_base() -> None:

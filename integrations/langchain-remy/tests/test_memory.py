@@ -126,7 +126,7 @@ def test_memory_tool_answers_with_numbered_memories(store: MemoryStore) -> None:
 
 
 def test_converters_accept_objects_and_raw_json(store: MemoryStore) -> None:
-    from remy_retriever.search.documents import search_documents
+    search_documents = Retriever.search_documents
 
     docs_retriever = store.retriever
     assert docs_retriever is not None

@@ -76,7 +76,7 @@ def dense_records(r: Retriever) -> dict[str, dict[str, Any]]:
 
 def snapshot(r: Retriever) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
     """(Chroma chunk ids, lexical chunk ids, document-table ids): to check nothing changed."""
-    docs = frozenset(i for page in r._docs.iter_metadata() for i, _ in page)
+    docs = frozenset(i for page in r.document_table.iter_metadata() for i, _ in page)
     return frozenset(dense_records(r)), frozenset(r.lexical.ids()), docs
 
 

@@ -228,7 +228,7 @@ def test_stale_lexical_entries_are_rechecked_against_chroma(make: Any) -> None:
 )
 @given(spec=documents, query=queries)
 def test_document_search_never_leaks(make: Any, spec: Any, query: str) -> None:
-    from remy_retriever.search.documents import search_documents
+    search_documents = Retriever.search_documents
 
     docs = _docs(spec)
     r = make(docs)
