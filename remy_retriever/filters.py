@@ -13,13 +13,12 @@ one key (``{"year": {"$gte": 2000, "$lt": 2010}}``), and one-element ``$and``/``
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Union
 
 from .errors import InvalidFilterError
-from .records import DOCUMENT_ID_KEY, RESERVED_PREFIX
+from .records import DOCUMENT_ID_KEY, RESERVED_PREFIX, has_surrogate
 
 __all__ = [
     "And",
@@ -40,7 +39,6 @@ _ORDER = ("$gt", "$gte", "$lt", "$lte")
 _OPERATORS = _EQUALITY + _MEMBERSHIP + _ORDER
 _MAX_DEPTH = 32
 _MAX_NODES = 1024
-_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 @dataclass(frozen=True)
@@ -205,17 +203,13 @@ def require_utf8(node: Filter | None) -> Filter | None:
         return node
     values = node.value if isinstance(node.value, tuple) else (node.value,)
     for text in (node.key, *values):
-        if isinstance(text, str) and _has_surrogate(text):
+        if isinstance(text, str) and has_surrogate(text):
             msg = (
                 f"where[{node.key!r}] {node.op} {_short(node.value)} contains a lone surrogate, "
                 "which no stored (UTF-8) metadata can hold; fix the key or value"
             )
             raise InvalidFilterError(msg)
     return node
-
-
-def _has_surrogate(text: str) -> bool:
-    return not text.isascii() and _SURROGATE.search(text) is not None
 
 
 def _kind(value: Scalar) -> str:

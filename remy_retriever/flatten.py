@@ -25,6 +25,7 @@ from typing import Any
 
 from .errors import InvalidInputError
 from .hits import SearchHit
+from .records import chunk_id as make_chunk_id
 
 __all__ = ["FLAT_KEYS", "SHADOW_KEY", "hit_from_metadata", "hit_to_metadata"]
 
@@ -107,7 +108,8 @@ def hit_from_metadata(
         )
         raise InvalidInputError(msg)
     wire: dict[str, Any] = {
-        "id": chunk_id or f"{citation.get('documentId')}#{citation.get('chunkIndex')}",
+        "id": chunk_id
+        or make_chunk_id(str(citation.get("documentId")), int(citation.get("chunkIndex", 0))),
         "score": score,
         "text": text,
         "citation": citation,

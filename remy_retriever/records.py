@@ -28,13 +28,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from .errors import InvalidDocumentError, StoreError
 from .hits import Citation, SearchExplain, SearchHit
-from .text.analysis import sanitize
 
 __all__ = [
     "CHUNK_SEPARATOR",
@@ -43,6 +43,7 @@ __all__ = [
     "LEXICAL_SEPARATOR",
     "PACKED_KEY",
     "RESERVED_PREFIX",
+    "SURROGATE",
     "TEXT_KEY",
     "UPDATED_MS_KEY",
     "ChunkFields",
@@ -100,6 +101,9 @@ _FLAT_KEYS = frozenset({DOCUMENT_ID_KEY, UPDATED_MS_KEY, TEXT_KEY})
 _INT64_MAX = 2**63 - 1
 #: Separates a chunk id from its content hash in the lexical index's id-hash terms.
 LEXICAL_SEPARATOR = "\x1f"
+
+#: A lone UTF-16 surrogate: Chroma stores UTF-8 only, so no stored text can hold one.
+SURROGATE = re.compile("[\ud800-\udfff]")
 
 #: A record as read from Chroma: ``(chunk id, text, metadata)``, metadata unpacked.
 Record = tuple[str, str, dict[str, Any]]
@@ -437,8 +441,8 @@ def _check_lexical_value(cid: str, key: object, value: object) -> None:
 
 
 def has_surrogate(text: str) -> bool:
-    """Does ``text`` hold a lone surrogate (not encodable as UTF-8)?"""
-    return not text.isascii() and sanitize(text) != text
+    """Does ``text`` hold a lone surrogate (not encodable as UTF-8, so not storable)?"""
+    return not text.isascii() and SURROGATE.search(text) is not None
 
 
 def _check_record_id(value: object, name: str) -> None:

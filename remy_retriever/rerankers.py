@@ -13,6 +13,8 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
+import numpy as np
+
 from .errors import InvalidInputError, ModelLoadError
 
 __all__ = ["DEFAULT_RERANKER", "CrossEncoderReranker", "Reranker", "resolve_reranker"]
@@ -79,6 +81,7 @@ class CrossEncoderReranker:
 
     def _load(self) -> Any:
         try:
+            # lazy: torch loads with the model, never at import
             from sentence_transformers import CrossEncoder
             from transformers.utils import logging as hf_logging
 
@@ -115,8 +118,7 @@ class CrossEncoderReranker:
         return [known[k] for k in keys]
 
     def _predict(self, query: str, texts: list[str]) -> list[float]:
-        import numpy as np
-        import torch
+        import torch  # lazy: loaded with the model
 
         model = self.model
         activation = getattr(model, "activation_fn", None)

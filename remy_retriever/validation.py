@@ -8,16 +8,15 @@ rejected with :class:`InvalidDocumentError` while the store is still untouched.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from .documents import Document
 from .errors import InvalidDocumentError, InvalidInputError
+from .records import SURROGATE
 
 __all__ = ["as_list", "check_storable"]
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
 _INT64 = 2**63 - 1
 #: Metadata keys Chroma reserves (it rejects them at write time).
 _CHROMA_RESERVED_KEYS = frozenset({"chroma:document"})
@@ -61,7 +60,7 @@ def check_storable(doc: Document) -> None:
 def _check_text(doc: Document, field: str, text: str) -> None:
     if text.isascii():
         return
-    found = _SURROGATE.search(text)
+    found = SURROGATE.search(text)
     if found is not None:
         msg = (
             f"Document {doc.id!r}: {field} contains a lone surrogate "

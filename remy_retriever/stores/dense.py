@@ -25,6 +25,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
+from chromadb.api.shared_system_client import SharedSystemClient
 from chromadb.errors import NotFoundError
 
 from ..embeddings import (
@@ -388,8 +389,6 @@ def _created_for(client: Any, system: Any) -> bool:
     if system in _SEEN:
         return False
     try:
-        from chromadb.api.shared_system_client import SharedSystemClient
-
         return SharedSystemClient._identifier_to_refcount.get(client._identifier) == 1
     except Exception:
         return False

@@ -1,0 +1,181 @@
+"""The house rules of docs/architecture.md, checked on the source: one-way imports
+(import-linter's contracts, and no module-level import cycle at all), no imports hidden in
+functions except to defer heavy dependencies, small modules, a thin facade, and one home
+for the stored format."""
+
+from __future__ import annotations
+
+import ast
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import grimp
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGE = ROOT / "remy_retriever"
+ADAPTERS = [
+    ROOT / "integrations" / "langchain-remy" / "langchain_remy",
+    ROOT / "integrations" / "llama-index-retrievers-remy" / "llama_index",
+]
+MAX_MODULE_LINES = 600
+MAX_FACADE_LINES = 300
+
+
+def _sources() -> list[Path]:
+    files = sorted(PACKAGE.rglob("*.py"))
+    for folder in ADAPTERS:
+        files += sorted(folder.rglob("*.py"))
+    return files
+
+
+def test_import_contracts_hold() -> None:
+    """The layers and forbidden contracts in pyproject.toml ([tool.importlinter])."""
+    exe = shutil.which("lint-imports", path=str(Path(sys.executable).parent))
+    assert exe is not None, "lint-imports is not installed (the dev extra has it)"
+    proc = subprocess.run(
+        [exe, "--no-cache"], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    assert "BROKEN" not in proc.stdout
+
+
+def _cycles(graph: grimp.ImportGraph) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in sorted(graph.find_modules_directly_imported_by(node)):
+            if not nxt.startswith("remy_retriever"):
+                continue
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                item = stack.pop()
+                on_stack.discard(item)
+                component.append(item)
+                if item == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for module in sorted(graph.modules):
+        if module.startswith("remy_retriever") and module not in index:
+            visit(module)
+    return found
+
+
+def test_no_module_level_import_cycle() -> None:
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 10_000))
+    graph = grimp.build_graph("remy_retriever", cache_dir=None)
+    assert _cycles(graph) == []
+
+
+def test_the_cycle_finder_finds_a_cycle() -> None:
+    graph = grimp.ImportGraph()
+    for name in ("remy_retriever.a", "remy_retriever.b", "remy_retriever.c"):
+        graph.add_module(name)
+    graph.add_import(importer="remy_retriever.a", imported="remy_retriever.b")
+    graph.add_import(importer="remy_retriever.b", imported="remy_retriever.a")
+    graph.add_import(importer="remy_retriever.b", imported="remy_retriever.c")
+    assert _cycles(graph) == [["remy_retriever.a", "remy_retriever.b"]]
+
+
+def _function_imports(path: Path) -> list[tuple[int, str]]:
+    lines = path.read_text(encoding="utf-8").splitlines()
+    out = []
+    for node in ast.walk(ast.parse("\n".join(lines))):
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for sub in ast.walk(node):
+            if isinstance(sub, (ast.Import, ast.ImportFrom)):
+                here = lines[sub.lineno - 1]
+                above = lines[sub.lineno - 2] if sub.lineno > 1 else ""
+                if "# lazy:" not in here and not above.strip().startswith("# lazy:"):
+                    out.append((sub.lineno, here.strip()))
+    return out
+
+
+def test_function_level_imports_only_defer_heavy_dependencies() -> None:
+    """An import inside a function must say why (``# lazy: ...``): deferring torch, a
+    model or a slow optional dependency. Never to dodge a cycle."""
+    found = {
+        f"{p.relative_to(ROOT)}:{line}": text
+        for p in _sources()
+        for line, text in _function_imports(p)
+    }
+    assert found == {}
+
+
+def test_modules_stay_small() -> None:
+    sizes = {
+        str(p.relative_to(ROOT)): len(p.read_text(encoding="utf-8").splitlines())
+        for p in _sources()
+    }
+    assert {p: n for p, n in sizes.items() if n > MAX_MODULE_LINES} == {}
+
+
+def test_the_facade_stays_thin() -> None:
+    tree = ast.parse((PACKAGE / "retriever.py").read_text(encoding="utf-8"))
+    (facade,) = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Retriever"]
+    assert facade.end_lineno is not None
+    assert facade.end_lineno - facade.lineno + 1 <= MAX_FACADE_LINES
+
+
+def _reserved_keys() -> set[str]:
+    """The key names records.py defines (its ``remy_...`` string constants)."""
+    tree = ast.parse((PACKAGE / "records.py").read_text(encoding="utf-8"))
+    return {
+        node.value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and node.value.startswith("remy_")
+    }
+
+
+@pytest.mark.parametrize("path", _sources(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_only_records_knows_the_stored_format(path: Path) -> None:
+    """No other module names a reserved key or builds/parses a chunk id by hand."""
+    if path == PACKAGE / "records.py":
+        return
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    reserved = _reserved_keys()
+    assert len(reserved) > 10
+    named = {
+        node.value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str)
+    }
+    assert named & reserved == set()
+    hand_made = [
+        ast.unparse(node)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in ("rsplit", "rpartition", "split", "partition")
+        and node.args
+        and isinstance(node.args[0], ast.Constant)
+        and node.args[0].value == "#"
+    ]
+    hand_made += [
+        ast.unparse(node)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.JoinedStr)
+        and any(isinstance(v, ast.Constant) and v.value == "#" for v in node.values)
+    ]
+    assert hand_made == []
