@@ -3,7 +3,7 @@
 #   make venv   create/refresh .venv with the package, the bundled model and dev tools
 #   make demo   run examples/quickstart.py against the bundled corpus
 #   make test   run the test suite offline (no model downloads)
-#   make lint   ruff check, ruff format --check, mypy (not part of `test` yet)
+#   make lint   ruff check, ruff format --check, mypy --strict, lint-imports (CI runs it)
 #   make clean  remove .venv and caches
 
 SHELL := /bin/bash
@@ -53,6 +53,7 @@ lint: venv
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache build dist *.egg-info

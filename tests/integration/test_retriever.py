@@ -276,6 +276,25 @@ def test_doctor_detects_and_repairs_drift(retriever: Retriever) -> None:
     assert hits[0].citation.document_id == "a-install"
 
 
+def test_rebuild_lexical_restores_the_index_from_chroma(retriever: Retriever) -> None:
+    """rebuild_lexical() (documented in the README) re-derives the whole BM25 index from
+    Chroma: lost and foreign entries alike are fixed, and lexical search is as before."""
+    retriever.add(_tenant_docs())
+    before = [(h.id, h.score) for h in retriever.search("agent apt", mode="lexical", k=6)]
+    dense_ids = {r[0] for page in retriever.dense.iter_all(documents=False) for r in page}
+    retriever.lexical.delete(["a-install#0", "b-billing#0"])
+    from remy_retriever.records import LexicalRecord
+
+    retriever.lexical.apply(upserts=[LexicalRecord("ghost#0", "ghost", "agent apt", {}, "h")])
+    assert retriever.lexical.ids() != dense_ids
+    assert retriever.rebuild_lexical() == len(dense_ids)
+    assert retriever.lexical.ids() == dense_ids
+    assert retriever.doctor().ok
+    after = [(h.id, h.score) for h in retriever.search("agent apt", mode="lexical", k=6)]
+    assert [i for i, _ in after] == [i for i, _ in before]
+    assert [s for _, s in after] == pytest.approx([s for _, s in before])
+
+
 def test_text_lives_in_metadata(retriever: Retriever) -> None:
     """Chunk and document texts are stored in record metadata (Chroma's ``documents``
     field, which Chroma full-text-indexes, stays empty) and read back whole."""
