@@ -33,6 +33,7 @@ from .errors import (
 )
 from .filters import DOCUMENT_ID_KEY, Filter, matches, parse_where, require_utf8, to_chroma
 from .hits import BranchExplain, Citation, SearchExplain, SearchHit
+from .ingest.files import load_files
 from .rerankers import Reranker, resolve_reranker
 from .retry import RetryPolicy
 from .search import fusion
@@ -77,7 +78,6 @@ SYNC_MARGIN_MS = 5 * 60 * 1000
 #: 256 documents, 3.33 s in one (benchmarks/README.md, the scale notes).
 WRITE_GROUP_CHUNKS = 2048
 _COLLECTION_NAME = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9._-]{1,510})[a-zA-Z0-9]")
-INGEST_SUFFIXES = (".md", ".markdown", ".txt", ".rst")
 
 # Reserved chunk metadata keys (user metadata may not start with "remy_").
 _POS, _START, _END = "remy_pos", "remy_start", "remy_end"
@@ -1361,61 +1361,3 @@ def _progress_bar(show: bool, total: int) -> Any:
     from tqdm.auto import tqdm
 
     return tqdm(total=total, unit="doc", desc="ingest")
-
-
-# -- file loading ------------------------------------------------------------------------
-
-
-def load_files(
-    path: str | os.PathLike[str], *, metadata: Mapping[str, Any] | None = None
-) -> list[Document]:
-    """Read text files under ``path`` into Documents (see :meth:`Retriever.ingest`)."""
-    root = Path(path)
-    if not root.exists():
-        msg = f"cannot ingest {str(root)!r}: no such file or directory"
-        raise InvalidDocumentError(msg)
-    if root.is_file():
-        files = [root]
-        base = root.parent
-    else:
-        files = sorted(
-            p for p in root.rglob("*") if p.is_file() and p.suffix.lower() in INGEST_SUFFIXES
-        )
-        base = root
-    docs: list[Document] = []
-    for file in files:
-        raw = file.read_bytes()
-        try:
-            text = raw.decode("utf-8-sig")
-        except UnicodeDecodeError as exc:
-            msg = (
-                f"cannot ingest {str(file)!r}: it is not UTF-8 text ({exc.reason} at byte "
-                f"{exc.start}); convert it to UTF-8 or move it out of the folder"
-            )
-            raise InvalidDocumentError(msg) from exc
-        if "\x00" in text:
-            msg = f"cannot ingest {str(file)!r}: it contains NUL bytes (binary?); remove it"
-            raise InvalidDocumentError(msg)
-        rel = file.relative_to(base).as_posix()
-        docs.append(
-            Document(
-                id=rel,
-                text=text,
-                title=_first_h1(text) or file.stem,
-                path=str(file),
-                type=file.suffix.lstrip(".").lower() or "text",
-                metadata=dict(metadata or {}),
-            )
-        )
-    return docs
-
-
-def _first_h1(text: str) -> str | None:
-    in_fence = False
-    for line in text.splitlines():
-        stripped = line.strip()
-        if stripped.startswith(("```", "~~~")):
-            in_fence = not in_fence
-        elif not in_fence and stripped.startswith("# "):
-            return stripped[2:].strip().rstrip("#").strip() or None
-    return None
