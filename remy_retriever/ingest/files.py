@@ -1,4 +1,8 @@
-"""File loading: a file or a folder of text files as :class:`~remy_retriever.Document` objects."""
+"""Read text files from disk into :class:`~remy_retriever.documents.Document` objects.
+
+Used by :meth:`remy_retriever.retriever.Retriever.ingest` and by ``remy ingest``. Only
+reads and validates: nothing here touches a store.
+"""
 
 from __future__ import annotations
 

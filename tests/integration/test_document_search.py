@@ -17,8 +17,8 @@ from llama_index.retrievers.remy.memory import documents_to_nodes
 
 from remy_retriever import Document, InvalidFilterError, InvalidInputError, Retriever
 from remy_retriever import SentenceTransformerEmbedder as STEmbedder
+from remy_retriever.cli.search import add_document_search_flags, document_search
 from remy_retriever.memory import DocumentSearchResponse
-from remy_retriever.memory.cli import add_document_search_flags, document_search
 from remy_retriever.search.documents import lead_summary
 
 search_documents = Retriever.search_documents

@@ -18,6 +18,7 @@ from llama_index.retrievers.remy.memory import memories_to_nodes
 
 from remy_retriever import Document, InvalidFilterError, InvalidInputError, Retriever
 from remy_retriever import SentenceTransformerEmbedder as STEmbedder
+from remy_retriever.cli import memory_main
 from remy_retriever.memory import (
     ChunkResult,
     Memory,
@@ -27,7 +28,6 @@ from remy_retriever.memory import (
     MemoryStateError,
     MemoryStore,
 )
-from remy_retriever.memory.cli import main as memory_main
 
 
 class CountingEmbedder(STEmbedder):
@@ -222,7 +222,7 @@ def test_everything_survives_a_reopen(
     # A fresh process (a real reopen from disk), through the CLI.
     args = ["search", "what does Sam drink", "--container", "chain", "--related", "--json"]
     out = subprocess.run(
-        [sys.executable, "-m", "remy_retriever.memory.cli", *args, "--db", str(db)],
+        [sys.executable, "-m", "remy_retriever.cli", "memory", *args, "--db", str(db)],
         capture_output=True,
         text=True,
         timeout=300,
