@@ -1,6 +1,7 @@
 """What the framework adapters share, and the only core surface they import besides the
-package root: opening an engine, building search options, reranking that keeps the
-retrieval rank, and the flat metadata layout of a hit.
+package root and ``remy_retriever.memory``: opening an engine, building search options,
+reranking that keeps the retrieval rank, and the flat metadata layouts of a hit and of a
+document- or memory-search response (:mod:`.flatten`, :mod:`.passages`).
 
 ``langchain-remy`` and ``llama-index-retrievers-remy`` are thin translations on top of
 these; keeping them here means both adapters open engines, check options and rerank in
@@ -17,6 +18,7 @@ from .embeddings import Embedder
 from .errors import InvalidInputError
 from .flatten import FLAT_KEYS, SHADOW_KEY, hit_from_metadata, hit_to_metadata
 from .options import SearchOptions
+from .passages import Passage, document_passages, memory_passages
 from .records import chunk_id
 from .rerankers import Reranker, resolve_reranker
 from .retriever import Retriever
@@ -26,13 +28,16 @@ __all__ = [
     "FIELD_OPTIONS",
     "FLAT_KEYS",
     "SHADOW_KEY",
+    "Passage",
     "Reranked",
     "Reranker",
     "build_options",
     "check_search_kwargs",
     "chunk_id",
+    "document_passages",
     "hit_from_metadata",
     "hit_to_metadata",
+    "memory_passages",
     "open_engine",
     "rerank",
     "reranker_for",

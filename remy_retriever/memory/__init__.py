@@ -1,11 +1,11 @@
-"""Versioned memories on remy-retriever, the wire models of the document and memory
-search responses (``shared/spec/supermemory-response-schema.md``), and their flat
-passages for the framework adapters.
+"""Versioned memories on remy-retriever (and, re-exported for convenience, the wire
+models of the document and memory search responses, ``remy_retriever.responses``).
 
 Modules: :mod:`.store` (:class:`MemoryStore`), :mod:`.model` (:class:`Memory`, its
 errors and its document form), :mod:`.checks` (argument checks), :mod:`.context`
-(reading versions back; related memories), :mod:`.results` (search results) and
-:mod:`.passages` (responses flattened into :class:`Passage` objects).
+(reading versions back; related memories), :mod:`.results` (search results).
+Memory sits above the :class:`~remy_retriever.Retriever` facade and uses only its public
+API.
 """
 
 from ..responses import (
@@ -21,7 +21,6 @@ from ..responses import (
     MemorySearchResponse,
 )
 from .model import Memory, MemoryNotFoundError, MemoryStateError, SearchMode
-from .passages import Passage, document_passages, memory_passages
 from .store import MemoryStore
 
 __all__ = [
@@ -39,8 +38,5 @@ __all__ = [
     "MemorySearchResponse",
     "MemoryStateError",
     "MemoryStore",
-    "Passage",
     "SearchMode",
-    "document_passages",
-    "memory_passages",
 ]

@@ -34,8 +34,8 @@ from langchain_core.tools import StructuredTool
 from pydantic import BaseModel, Field, StrictBool, StrictStr
 
 from remy_retriever import InvalidInputError
+from remy_retriever.integration import Passage, document_passages, memory_passages
 from remy_retriever.memory import MemorySearchResponse, MemoryStore
-from remy_retriever.memory.passages import Passage, document_passages, memory_passages
 from remy_retriever.rerankers import Reranker
 
 __all__ = [

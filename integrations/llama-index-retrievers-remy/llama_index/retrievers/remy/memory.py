@@ -25,7 +25,7 @@ from llama_index.core.schema import (
     TextNode,
 )
 
-from remy_retriever.memory.passages import Passage, document_passages, memory_passages
+from remy_retriever.integration import Passage, document_passages, memory_passages
 
 __all__ = ["MEMORY_HIDDEN_KEYS", "documents_to_nodes", "memories_to_nodes"]
 

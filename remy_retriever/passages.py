@@ -24,11 +24,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..responses import ChunkResult, DocumentSearchResponse, MemoryResult, MemorySearchResponse
+from .flatten import SHADOW_KEY
+from .records import document_id_of
+from .responses import ChunkResult, DocumentSearchResponse, MemoryResult, MemorySearchResponse
 
-__all__ = ["SHADOW_KEY", "Passage", "document_passages", "memory_passages"]
-
-SHADOW_KEY = "remy_shadowed"
+__all__ = ["Passage", "document_passages", "memory_passages"]
 
 
 @dataclass(frozen=True)
@@ -98,7 +98,7 @@ def memory_passages(response: object) -> list[Passage]:
         if isinstance(result, ChunkResult):
             text = result.chunk
             first = result.documents[0] if result.documents else None
-            document_id = first.id if first is not None else result.id.rsplit("#", 1)[0]
+            document_id = first.id if first is not None else document_id_of(result.id)
             ours.update(
                 source=document_id,
                 document_id=document_id,
