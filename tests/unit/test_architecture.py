@@ -95,6 +95,16 @@ def test_the_cycle_finder_finds_a_cycle() -> None:
     assert _cycles(graph) == [["remy_retriever.a", "remy_retriever.b"]]
 
 
+def _lazy_block(lines: list[str], index: int) -> bool:
+    """Is line ``index`` in a run of import lines headed by a ``# lazy:`` comment?"""
+    while index > 0:
+        index -= 1
+        above = lines[index].strip()
+        if not above.startswith(("import ", "from ")):
+            return above.startswith("# lazy:")
+    return False
+
+
 def _function_imports(path: Path) -> list[tuple[int, str]]:
     lines = path.read_text(encoding="utf-8").splitlines()
     out = []
@@ -104,8 +114,7 @@ def _function_imports(path: Path) -> list[tuple[int, str]]:
         for sub in ast.walk(node):
             if isinstance(sub, (ast.Import, ast.ImportFrom)):
                 here = lines[sub.lineno - 1]
-                above = lines[sub.lineno - 2] if sub.lineno > 1 else ""
-                if "# lazy:" not in here and not above.strip().startswith("# lazy:"):
+                if "# lazy:" not in here and not _lazy_block(lines, sub.lineno - 1):
                     out.append((sub.lineno, here.strip()))
     return out
 
