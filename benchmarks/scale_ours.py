@@ -85,7 +85,9 @@ def build_ours(
     timers.wrap(r.document_table, "upsert", "document_table_s")
     timers.wrap(r.lexical, "apply", "lexical_apply_s")
     timers.wrap(embedder, "embed_documents", "vector_lookup_s")
-    timers.wrap(r, "_existing", "existing_check_s")
+    from remy_retriever.ingest import writer
+
+    timers.wrap(writer, "existing_documents", "existing_check_s")
     target = len(texts)
     cpu0 = time.process_time()
     started = time.perf_counter()

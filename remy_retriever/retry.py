@@ -1,8 +1,9 @@
 """How calls to a Chroma server are bounded and retried: :class:`RetryPolicy`.
 
-Every Chroma call goes through ``DenseStore._call``. A call that fails because the server
-cannot be reached (connection refused or reset, the server vanished mid-request, a request
-timed out) is retried with exponential backoff; any other failure is raised at once. Every
+Every Chroma call goes through ``stores.chroma.ChromaCalls.call``. A call that fails
+because the server cannot be reached (connection refused or reset, the server vanished
+mid-request, a request timed out) is retried with exponential backoff; any other failure
+is raised at once. Every
 operation remy-retriever sends is safe to repeat (reads, ``upsert`` and ``delete`` by id,
 setting the collection's generation token to a value chosen before the first attempt), so
 a retry never duplicates or loses a write.
@@ -23,7 +24,7 @@ from dataclasses import dataclass
 
 from .errors import InvalidInputError
 
-__all__ = ["DEFAULT_RETRY", "NO_RETRY", "RetryPolicy"]
+__all__ = ["DEFAULT_RETRY", "RetryPolicy"]
 
 
 @dataclass(frozen=True)
@@ -88,5 +89,3 @@ def _is_seconds(value: object) -> bool:
 
 #: What a Retriever uses when given no policy: three tries, 60 s per request.
 DEFAULT_RETRY = RetryPolicy()
-#: Fail on the first connection error; no request timeout.
-NO_RETRY = RetryPolicy(attempts=1, timeout=None)
