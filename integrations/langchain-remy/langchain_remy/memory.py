@@ -14,7 +14,7 @@ flat: ``kind`` (``"memory"`` or ``"chunk"``, so hybrid results can be told apart
 ``version``, ``root_memory_id``, ``context`` (parents/children with their ``relation``
 and relative ``version``), ``documents``, ``is_relevant``, ``created_at`` /
 ``updated_at``, then the item's own metadata (see
-:mod:`remy_retriever.memory.passages` for the full list).
+:func:`remy_retriever.memory.memory_passages` for the full list).
 """
 
 from __future__ import annotations
@@ -33,10 +33,11 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.tools import StructuredTool
 from pydantic import BaseModel, Field, StrictBool, StrictStr
 
-from remy_retriever import InvalidInputError
+from remy_retriever import InvalidInputError, Reranker
 from remy_retriever.integration import Passage, document_passages, memory_passages
 from remy_retriever.memory import MemorySearchResponse, MemoryStore
-from remy_retriever.rerankers import Reranker
+
+from .retrievers import _IGNORED_CALL_KWARGS
 
 __all__ = [
     "DEFAULT_MEMORY_DESCRIPTION",
@@ -65,7 +66,6 @@ _OPTIONS = (
     "include",
     "rerank",
 )
-_IGNORED_CALL_KWARGS = frozenset({"verbose"})
 
 
 def _document(passage: Passage) -> Document:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import inspect
 import os
 from collections.abc import Mapping
 from typing import Any, Literal
@@ -16,31 +15,19 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever, LangSmithRetrieverParams
 from pydantic import Field, StrictBool, StrictStr, field_validator
 
-from remy_retriever import Embedder, InvalidInputError, Retriever, SearchHit
-from remy_retriever.rerankers import Reranker
+from remy_retriever import Embedder, Retriever, SearchHit, SearchOptions
+from remy_retriever.integration import (
+    FIELD_OPTIONS,
+    Reranker,
+    build_options,
+    check_search_kwargs,
+    open_engine,
+)
 
 from .convert import hits_to_documents
 
 __all__ = ["RemyRetriever"]
 
-#: Every keyword option of ``Retriever.search``; each may be overridden per call.
-SEARCH_OPTIONS = frozenset(
-    name
-    for name, param in inspect.signature(Retriever.search).parameters.items()
-    if param.kind is inspect.Parameter.KEYWORD_ONLY
-)
-#: Options with a field of their own on :class:`RemyRetriever`.
-_FIELD_OPTIONS = (
-    "k",
-    "mode",
-    "where",
-    "rerank",
-    "rerank_depth",
-    "min_score",
-    "explain",
-    "expand",
-    "highlight",
-)
 #: ``invoke`` passes its own ``verbose`` flag along with the search options; ignore it.
 _IGNORED_CALL_KWARGS = frozenset({"verbose"})
 
@@ -55,15 +42,14 @@ class RemyRetriever(BaseRetriever):
     ``explain`` / ``neighbors`` / ``matches`` when asked for, and the chunk's own
     metadata. :func:`~langchain_remy.document_to_hit` turns it back into the exact hit.
 
-    The fields below are the defaults of every search; each one (and any other keyword
-    option of ``Retriever.search``, such as ``candidates`` or ``fusion``) can be
-    overridden for one call: ``retriever.invoke(query, k=3, where={"tenant": "a"})``.
-    A per-call value replaces the default, it is not merged with it (this matters for
-    ``where``). Unknown options raise :class:`~remy_retriever.InvalidInputError`.
+    The fields below are the defaults of every search; each one (and any other
+    :class:`~remy_retriever.SearchOptions` name, such as ``candidates`` or ``fusion``)
+    can be overridden for one call: ``retriever.invoke(query, k=3, where={"tenant":
+    "a"})``. A per-call value replaces the default, it is not merged with it (this
+    matters for ``where``). Unknown options raise :class:`~remy_retriever.InvalidInputError`.
 
-    ``ainvoke`` is truly asynchronous for the caller: the search engine is synchronous,
-    so :meth:`_aget_relevant_documents` runs it in a worker thread with
-    :func:`asyncio.to_thread` and never blocks the event loop.
+    ``ainvoke`` runs the (synchronous) search in a worker thread with
+    :func:`asyncio.to_thread`, so it never blocks the event loop.
 
     Setup:
         ``pip install langchain-remy`` (it depends on remy-retriever). Build the store
@@ -101,8 +87,8 @@ class RemyRetriever(BaseRetriever):
     highlight: bool = False
     """Add ``metadata["matches"]``: spans of the text that match query terms."""
     search_kwargs: dict[str, Any] = Field(default_factory=dict)
-    """Defaults for the other ``Retriever.search`` options (``candidates``, ``fusion``,
-    ``weights``, ``rrf_k``, ``alpha``)."""
+    """Defaults for the other search options (``candidates``, ``fusion``, ``weights``,
+    ``rrf_k``, ``alpha``)."""
 
     def __init__(
         self,
@@ -116,109 +102,55 @@ class RemyRetriever(BaseRetriever):
         reranker: Reranker | str | None = None,
         **kwargs: Any,
     ) -> None:
-        opening = {
-            "path": path,
-            "client": client,
-            "collection": collection,
-            "embedder": embedder,
-            "lexical_path": lexical_path,
-            "reranker": reranker,
-        }
-        given = sorted(name for name, value in opening.items() if value is not None)
-        opened = retriever is None
-        if retriever is None:
-            if path is None and client is None:
-                msg = (
-                    "RemyRetriever needs a store: pass an existing engine "
-                    "(RemyRetriever(Retriever('./remy_data'), k=4)) or path=/client= to open "
-                    f"one (RemyRetriever(path='./remy_data', collection='docs')); got {given}"
-                )
-                raise InvalidInputError(msg)
-            retriever = Retriever(
-                path,
-                collection=collection or "docs",
-                client=client,
-                embedder=embedder,
-                lexical_path=lexical_path,
-                reranker=reranker,
-            )
-        elif given:
-            msg = (
-                f"pass either an existing Retriever or {', '.join(given)} to open one, not both; "
-                "configure the Retriever itself when you already have one"
-            )
-            raise InvalidInputError(msg)
-        fields: dict[str, Any] = {**kwargs, "retriever": retriever}
+        engine, opened = open_engine(
+            retriever,
+            owner="RemyRetriever",
+            path=path,
+            client=client,
+            collection=collection,
+            embedder=embedder,
+            lexical_path=lexical_path,
+            reranker=reranker,
+        )
         try:
-            super().__init__(**fields)
+            super().__init__(**{**kwargs, "retriever": engine})
         except Exception:
             if opened:  # do not leave the store we just opened locked
-                retriever.close()
+                engine.close()
             raise
 
     @field_validator("search_kwargs")
     @classmethod
     def _check_search_kwargs(cls, value: dict[str, Any]) -> dict[str, Any]:
-        unknown = sorted(set(value) - SEARCH_OPTIONS)
-        if unknown:
-            msg = (
-                f"search_kwargs has unknown option(s) {unknown}; "
-                f"Retriever.search accepts {sorted(SEARCH_OPTIONS)}"
-            )
-            raise ValueError(msg)
-        own = sorted(set(value) & set(_FIELD_OPTIONS))
-        if own:
-            msg = (
-                f"set {own} as RemyRetriever fields (e.g. RemyRetriever(..., k=3)), "
-                "not in search_kwargs"
-            )
-            raise ValueError(msg)
-        return value
+        # InvalidInputError is a ValueError, so pydantic reports it as a ValidationError.
+        return check_search_kwargs(value, owner="RemyRetriever")
+
+    def _options(self, overrides: Mapping[str, Any] | None) -> SearchOptions:
+        fields = {name: getattr(self, name) for name in FIELD_OPTIONS}
+        calls = {k: v for k, v in (overrides or {}).items() if k not in _IGNORED_CALL_KWARGS}
+        return build_options(fields, self.search_kwargs, calls, owner="RemyRetriever")
 
     def search_options(self, overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
-        """The keyword options one search runs with: the retriever's defaults updated with
-        ``overrides`` (the ``invoke`` keyword arguments)."""
-        options: dict[str, Any] = dict(self.search_kwargs)
-        options.update((name, getattr(self, name)) for name in _FIELD_OPTIONS)
-        if overrides:
-            unknown = sorted(set(overrides) - SEARCH_OPTIONS - _IGNORED_CALL_KWARGS)
-            if unknown:
-                msg = (
-                    f"RemyRetriever got unknown search option(s) {unknown}; "
-                    f"pass any of {sorted(SEARCH_OPTIONS)}"
-                )
-                raise InvalidInputError(msg)
-            options.update(
-                (name, value) for name, value in overrides.items() if name in SEARCH_OPTIONS
-            )
-        return options
+        """The options one search runs with, as ``Retriever.search`` keywords: the
+        retriever's defaults updated with ``overrides`` (the ``invoke`` keywords)."""
+        options = self._options(overrides)
+        return {name: getattr(options, name) for name in SearchOptions.names()}
 
     def search(self, query: str, **overrides: Any) -> list[SearchHit]:
         """Run one search and return the raw :class:`~remy_retriever.SearchHit` objects
         (what ``invoke`` converts to Documents)."""
-        return self.retriever.search(query, **self.search_options(overrides))
+        return self.retriever.search(query, self._options(overrides))
 
     def _get_relevant_documents(
-        self,
-        query: str,
-        *,
-        run_manager: CallbackManagerForRetrieverRun,
-        **kwargs: Any,
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
         return hits_to_documents(self.search(query, **kwargs))
 
     async def _aget_relevant_documents(
-        self,
-        query: str,
-        *,
-        run_manager: AsyncCallbackManagerForRetrieverRun,
-        **kwargs: Any,
+        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
-        """Search without blocking the event loop: the engine is synchronous (Chroma,
-        tantivy, torch), so it runs in a worker thread via :func:`asyncio.to_thread`."""
-        options = self.search_options(kwargs)
-        hits = await asyncio.to_thread(self.retriever.search, query, **options)
-        return hits_to_documents(hits)
+        options = self._options(kwargs)
+        return hits_to_documents(await asyncio.to_thread(self.retriever.search, query, options))
 
     def _get_ls_params(self, **kwargs: Any) -> LangSmithRetrieverParams:
         params = super()._get_ls_params(**kwargs)

@@ -10,8 +10,7 @@ from langchain_classic.retrievers import ContextualCompressionRetriever
 from langchain_core.documents import Document
 from langchain_remy import RemyReranker, RemyRetriever, document_to_hit
 
-from remy_retriever import InvalidInputError, Retriever
-from remy_retriever.rerankers import CrossEncoderReranker
+from remy_retriever import CrossEncoderReranker, InvalidInputError, Retriever
 
 
 @pytest.fixture(scope="module")
@@ -72,7 +71,22 @@ def test_any_retrievers_documents_and_ties_keep_order() -> None:
         "brew install on macos",  # 2/4
     ]
     assert [d.metadata["retrieval_rank"] for d in out] == [1, 3, 2]
-    assert out[0].metadata == {"source": "web", "relevance_score": 1.0, "retrieval_rank": 1}
+    assert out[0].metadata == {
+        "source": "web",
+        "relevance_score": 1.0,
+        "retrieval_rank": 1,
+        "retrieval_score": None,  # set on every Document: None when it had no score
+    }
+    # A score in the metadata of another retriever's Document is its retrieval score;
+    # only remy's own Documents (with a citation) have their score replaced.
+    scored = Document(page_content="apt on linux", metadata={"score": 0.2})
+    (rescored,) = RemyReranker(_Overlap()).compress_documents([scored], "install on linux apt")
+    assert rescored.metadata == {
+        "score": 0.2,
+        "relevance_score": 0.75,
+        "retrieval_rank": 1,
+        "retrieval_score": 0.2,
+    }
     assert RemyReranker(_Overlap()).compress_documents([], "anything") == []
 
 
@@ -97,7 +111,7 @@ async def test_in_contextual_compression_retriever(
 def test_bad_rerankers_are_rejected() -> None:
     with pytest.raises(InvalidInputError, match="cross-encoder name or path"):
         RemyReranker(True)  # type: ignore[arg-type]
-    with pytest.raises(InvalidInputError, match="returned 1 scores for 2 documents"):
+    with pytest.raises(InvalidInputError, match="returned 1 scores for 2 texts"):
         RemyReranker(_Short()).compress_documents(
             [Document(page_content="a"), Document(page_content="b")], "q"
         )

@@ -122,7 +122,7 @@ def test_search_kwargs_reach_the_engine(corpus_retriever: Retriever, install_que
     assert results["rrf"] != results["convex"]  # the option changed what the engine did
     with pytest.raises(ValueError, match="unknown option"):
         RemyRetriever(corpus_retriever, search_kwargs={"fuse": "rrf"})
-    with pytest.raises(ValueError, match="RemyRetriever fields"):
+    with pytest.raises(ValueError, match=r"set \['k'\] as RemyRetriever arguments"):
         RemyRetriever(corpus_retriever, search_kwargs={"k": 3})
 
 

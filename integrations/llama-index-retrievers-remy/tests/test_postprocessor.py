@@ -10,8 +10,7 @@ from llama_index.core.query_engine import RetrieverQueryEngine
 from llama_index.core.schema import NodeWithScore, TextNode
 from llama_index.retrievers.remy import RemyRerank, RemyRetriever, node_to_hit
 
-from remy_retriever import InvalidInputError, Retriever
-from remy_retriever.rerankers import CrossEncoderReranker
+from remy_retriever import CrossEncoderReranker, InvalidInputError, Retriever
 
 
 @pytest.fixture(scope="module")
@@ -73,6 +72,10 @@ def test_any_retrievers_nodes_and_ties_keep_order() -> None:
     assert out[1].node.metadata == {"n": 2, "retrieval_score": 0.8, "retrieval_rank": 3}
     assert "retrieval_score" in out[1].node.excluded_llm_metadata_keys
     assert nodes[2].node.metadata == {"n": 2}  # the input is not modified
+    unscored = NodeWithScore(node=TextNode(text="apt on linux"))
+    (rescored,) = RemyRerank(_Overlap()).postprocess_nodes([unscored], query_str="linux apt")
+    assert rescored.score == 1.0
+    assert rescored.node.metadata == {"retrieval_score": None, "retrieval_rank": 1}
     assert RemyRerank(_Overlap()).postprocess_nodes([], query_str="anything") == []
 
 
@@ -104,7 +107,7 @@ def test_bad_arguments_are_rejected(cross_encoder_path: str) -> None:
     node = NodeWithScore(node=TextNode(text="a"), score=1.0)
     with pytest.raises(InvalidInputError, match="needs the query"):
         RemyRerank(_Overlap()).postprocess_nodes([node])
-    with pytest.raises(InvalidInputError, match="returned 1 scores for 2 nodes"):
+    with pytest.raises(InvalidInputError, match="returned 1 scores for 2 texts"):
         RemyRerank(_Short()).postprocess_nodes([node, node], query_str="q")
 
 

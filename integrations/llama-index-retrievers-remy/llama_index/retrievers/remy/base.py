@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import inspect
 import os
 from collections.abc import Mapping
 from typing import Any, Literal
@@ -12,34 +11,23 @@ from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.callbacks import CallbackManager
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
-from remy_retriever import Embedder, InvalidInputError, Retriever, SearchHit
-from remy_retriever.rerankers import Reranker
+from remy_retriever import Embedder, InvalidInputError, Retriever, SearchHit, SearchOptions
+from remy_retriever.integration import (
+    FIELD_OPTIONS,
+    Reranker,
+    build_options,
+    check_search_kwargs,
+    open_engine,
+)
 
 from .convert import hits_to_nodes
 
 __all__ = ["RemyRetriever"]
 
 Mode = Literal["semantic", "lexical", "hybrid"]
-_MODES = ("semantic", "lexical", "hybrid")
-
-#: Every keyword option of ``Retriever.search``.
-SEARCH_OPTIONS = frozenset(
-    name
-    for name, param in inspect.signature(Retriever.search).parameters.items()
-    if param.kind is inspect.Parameter.KEYWORD_ONLY
-)
-#: Options with an argument of their own (``similarity_top_k`` is ``k``).
-_OWN_OPTIONS = (
-    "k",
-    "mode",
-    "where",
-    "rerank",
-    "rerank_depth",
-    "min_score",
-    "explain",
-    "expand",
-    "highlight",
-)
+#: The attributes that hold search options: ``FIELD_OPTIONS``, with ``k`` named
+#: ``similarity_top_k`` as in LlamaIndex's own retrievers.
+_OWN = ("similarity_top_k", *(name for name in FIELD_OPTIONS if name != "k"))
 
 
 class RemyRetriever(BaseRetriever):
@@ -55,11 +43,14 @@ class RemyRetriever(BaseRetriever):
     turns a node back into the exact hit.
 
     LlamaIndex's ``retrieve`` takes only a query, so the search options are set on the
-    retriever. For per-request options (a tenant's ``where``, a different ``k``) derive a
-    retriever with :meth:`with_options`: it shares the engine and costs nothing.
+    retriever (``similarity_top_k`` is remy's ``k``; ``search_kwargs`` holds the other
+    :class:`~remy_retriever.SearchOptions`, such as ``fusion``). For per-request options
+    (a tenant's ``where``, a different ``k``) derive a retriever with :meth:`with_options`:
+    it shares the engine and costs nothing. The options are validated before a store is
+    opened, so a mistake leaves nothing open.
 
-    ``aretrieve`` does not block the event loop: the engine is synchronous, so
-    :meth:`_aretrieve` runs the search in a worker thread with :func:`asyncio.to_thread`.
+    ``aretrieve`` runs the (synchronous) search in a worker thread with
+    :func:`asyncio.to_thread`, so it never blocks the event loop.
 
     Setup:
         ``pip install llama-index-retrievers-remy`` (it depends on remy-retriever). Build
@@ -98,64 +89,10 @@ class RemyRetriever(BaseRetriever):
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
     ) -> None:
-        # Validate the options before opening a store, so a mistake leaves nothing open.
-        _check_top_k(similarity_top_k)
-        if mode not in _MODES:
-            msg = f"unknown mode {mode!r}; use one of {', '.join(repr(m) for m in _MODES)}"
+        k = similarity_top_k  # checked here, so that the message names it as LlamaIndex does
+        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+            msg = f"similarity_top_k must be an int >= 1, got {k!r}"
             raise InvalidInputError(msg)
-        extra = dict(search_kwargs or {})
-        unknown = sorted(set(extra) - SEARCH_OPTIONS)
-        if unknown:
-            msg = (
-                f"search_kwargs has unknown option(s) {unknown}; "
-                f"Retriever.search accepts {sorted(SEARCH_OPTIONS)}"
-            )
-            raise InvalidInputError(msg)
-        own = sorted(set(extra) & set(_OWN_OPTIONS))
-        if own:
-            msg = (
-                f"pass {own} as RemyRetriever arguments (k is similarity_top_k), "
-                "not in search_kwargs"
-            )
-            raise InvalidInputError(msg)
-        opening = {
-            "path": path,
-            "client": client,
-            "collection": collection,
-            "embedder": embedder,
-            "lexical_path": lexical_path,
-            "reranker": reranker,
-        }
-        given = sorted(name for name, value in opening.items() if value is not None)
-        if retriever is None:
-            if path is None and client is None:
-                msg = (
-                    "RemyRetriever needs a store: pass an existing engine "
-                    "(RemyRetriever(Retriever('./remy_data'))) or path=/client= to open one "
-                    f"(RemyRetriever(path='./remy_data', collection='docs')); got {given}"
-                )
-                raise InvalidInputError(msg)
-            retriever = Retriever(
-                path,
-                collection=collection or "docs",
-                client=client,
-                embedder=embedder,
-                lexical_path=lexical_path,
-                reranker=reranker,
-            )
-        elif not isinstance(retriever, Retriever):
-            msg = (
-                f"retriever must be a remy_retriever.Retriever, got {type(retriever).__name__}; "
-                "open one with Retriever(path, collection=...) or pass path=/client="
-            )
-            raise InvalidInputError(msg)
-        elif given:
-            msg = (
-                f"pass either an existing Retriever or {', '.join(given)} to open one, not both; "
-                "configure the Retriever itself when you already have one"
-            )
-            raise InvalidInputError(msg)
-        self.retriever = retriever
         self.similarity_top_k = similarity_top_k
         self.mode: Mode = mode
         self.where = None if where is None else dict(where)
@@ -165,7 +102,20 @@ class RemyRetriever(BaseRetriever):
         self.explain = explain
         self.expand = expand
         self.highlight = highlight
-        self.search_kwargs = extra
+        self.search_kwargs = check_search_kwargs(
+            search_kwargs, owner="RemyRetriever (similarity_top_k is k)"
+        )
+        self._options()  # validate every option before opening a store
+        self.retriever, _ = open_engine(
+            retriever,
+            owner="RemyRetriever",
+            path=path,
+            client=client,
+            collection=collection,
+            embedder=embedder,
+            lexical_path=lexical_path,
+            reranker=reranker,
+        )
         super().__init__(callback_manager=callback_manager, verbose=verbose)
 
     def with_options(self, **options: Any) -> RemyRetriever:
@@ -173,69 +123,39 @@ class RemyRetriever(BaseRetriever):
         ``with_options(where={"tenant": "b"}, similarity_top_k=3)``. Accepts the
         constructor's search options and ``search_kwargs`` keys; ``where`` replaces the
         current filter, it is not merged with it."""
-        current: dict[str, Any] = {
-            "similarity_top_k": self.similarity_top_k,
-            "mode": self.mode,
-            "where": self.where,
-            "rerank": self.rerank,
-            "rerank_depth": self.rerank_depth,
-            "min_score": self.min_score,
-            "explain": self.explain,
-            "expand": self.expand,
-            "highlight": self.highlight,
-        }
-        extra = dict(self.search_kwargs)
-        for name, value in options.items():
-            if name in current:
-                current[name] = value
-            elif name in SEARCH_OPTIONS and name != "k":
-                extra[name] = value
-            else:
-                msg = (
-                    f"with_options got unknown option {name!r}; use similarity_top_k, mode, "
-                    "where, rerank, rerank_depth, min_score, explain, expand, highlight or "
-                    f"one of {sorted(SEARCH_OPTIONS - set(_OWN_OPTIONS))}"
-                )
-                raise InvalidInputError(msg)
+        others = SearchOptions.names() - set(FIELD_OPTIONS)
+        for name in sorted(set(options) - set(_OWN) - others):
+            msg = (
+                f"with_options got unknown option {name!r}; use {', '.join(_OWN)} or one of "
+                f"{sorted(others)}"
+            )
+            raise InvalidInputError(msg)
+        own = {name: options.pop(name, getattr(self, name)) for name in _OWN}
         return RemyRetriever(
             self.retriever,
-            search_kwargs=extra,
+            search_kwargs={**self.search_kwargs, **options},
             callback_manager=self.callback_manager,
             verbose=self._verbose,
-            **current,
+            **own,
         )
 
+    def _options(self) -> SearchOptions:
+        fields = {name: getattr(self, name) for name in _OWN}
+        fields["k"] = fields.pop("similarity_top_k")
+        return build_options(fields, self.search_kwargs, owner="RemyRetriever")
+
     def search_options(self) -> dict[str, Any]:
-        """The keyword options each search runs with (``Retriever.search`` names)."""
-        return {
-            **self.search_kwargs,
-            "k": self.similarity_top_k,
-            "mode": self.mode,
-            "where": self.where,
-            "rerank": self.rerank,
-            "rerank_depth": self.rerank_depth,
-            "min_score": self.min_score,
-            "explain": self.explain,
-            "expand": self.expand,
-            "highlight": self.highlight,
-        }
+        """The options each search runs with, as ``Retriever.search`` keywords."""
+        options = self._options()
+        return {name: getattr(options, name) for name in SearchOptions.names()}
 
     def search(self, query: str) -> list[SearchHit]:
         """Run one search and return the raw :class:`~remy_retriever.SearchHit` objects
         (what ``retrieve`` converts to nodes)."""
-        return self.retriever.search(query, **self.search_options())
+        return self.retriever.search(query, self._options())
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         return hits_to_nodes(self.search(query_bundle.query_str))
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        """Search without blocking the event loop: the engine is synchronous (Chroma,
-        tantivy, torch), so it runs in a worker thread via :func:`asyncio.to_thread`."""
-        hits = await asyncio.to_thread(self.search, query_bundle.query_str)
-        return hits_to_nodes(hits)
-
-
-def _check_top_k(value: object) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        msg = f"similarity_top_k must be an int >= 1, got {value!r}"
-        raise InvalidInputError(msg)
+        return hits_to_nodes(await asyncio.to_thread(self.search, query_bundle.query_str))

@@ -4,14 +4,13 @@ nodes.
 A hit becomes ``NodeWithScore(node=TextNode(...), score=hit.score)`` where the TextNode has:
 
 - ``id_`` = the chunk id (``"<document id>#<position>"``), ``text`` = the hit's text;
-- ``metadata``: ``citation`` (the full citation, camelCase wire form), flat copies
-  ``source`` (url, else path, else document id), ``title``, ``document_id``,
-  ``chunk_index``, ``heading_path`` (a list of headings), the scores ``score``,
-  ``retrieval_rank`` and ``retrieval_score`` (the last two ``None`` when no reranking
-  happened), ``explain`` / ``neighbors`` / ``matches`` (wire form) when the search asked
-  for them, and the chunk's own metadata. A user key that collides with one of ours is
-  kept under ``remy_shadowed`` (the ``remy_`` prefix is reserved by remy-retriever) and
-  restored by :func:`node_to_hit`;
+- ``metadata``: the hit's flat metadata, in the layout both adapters share
+  (:func:`remy_retriever.integration.hit_to_metadata`): ``citation`` (wire form), the flat
+  copies ``source``, ``title``, ``document_id``, ``chunk_index`` and ``heading_path``, the
+  scores ``score`` / ``retrieval_rank`` / ``retrieval_score`` (the last two ``None`` when
+  no reranking happened), ``explain`` / ``neighbors`` / ``matches`` when the search asked
+  for them, then the chunk's own metadata (a user key that collides with one of ours is
+  kept under ``remy_shadowed`` and restored by :func:`node_to_hit`);
 - ``start_char_idx`` / ``end_char_idx``: the citation's offsets of the passage in the
   source document;
 - ``relationships``: ``SOURCE`` -> the document id; ``PREVIOUS`` / ``NEXT`` -> the chunk
@@ -37,8 +36,13 @@ from llama_index.core.schema import (
 )
 
 from remy_retriever import Citation, InvalidInputError, SearchHit
-from remy_retriever.flatten import FLAT_KEYS, SHADOW_KEY, hit_from_metadata, hit_to_metadata
-from remy_retriever.records import chunk_id
+from remy_retriever.integration import (
+    FLAT_KEYS,
+    SHADOW_KEY,
+    chunk_id,
+    hit_from_metadata,
+    hit_to_metadata,
+)
 
 __all__ = [
     "HIDDEN_KEYS",
@@ -82,11 +86,8 @@ def relationships(citation: Citation) -> dict[NodeRelationship, RelatedNodeInfo]
 
 def hit_to_node(hit: SearchHit) -> NodeWithScore:
     """One :class:`SearchHit` as a ``NodeWithScore`` (see the module docstring)."""
-    if not isinstance(hit, SearchHit):
-        msg = f"hit_to_node takes a remy SearchHit, got {type(hit).__name__} {hit!r:.80}"
-        raise InvalidInputError(msg)
-    citation = hit.citation
     metadata = hit_to_metadata(hit, reserved=RESERVED_KEYS)
+    citation = hit.citation
     node = TextNode(
         id_=hit.id,
         text=hit.text,

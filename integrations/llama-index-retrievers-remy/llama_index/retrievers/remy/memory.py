@@ -11,8 +11,8 @@ Each document-search chunk becomes one ``TextNode`` (id ``"<documentId>::chunk-<
 ``source``, the ids (``id`` / ``document_id``), ``title``, ``type``, ``version``,
 ``root_memory_id``, ``context`` (parents/children with their ``relation`` and relative
 ``version``), ``documents``, ``is_relevant``, ``created_at`` / ``updated_at``, then the
-item's own metadata (full list in :mod:`remy_retriever.memory.passages`). The bulky and
-per-query keys are excluded from what embedders and LLMs see.
+item's own metadata (full list in :func:`remy_retriever.memory.memory_passages`). The
+bulky and per-query keys are excluded from what embedders and LLMs see.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from llama_index.core.schema import (
     TextNode,
 )
 
-from remy_retriever.integration import Passage, document_passages, memory_passages
+from remy_retriever.integration import SHADOW_KEY, Passage, document_passages, memory_passages
 
 __all__ = ["MEMORY_HIDDEN_KEYS", "documents_to_nodes", "memories_to_nodes"]
 
@@ -41,7 +41,7 @@ MEMORY_HIDDEN_KEYS = (
     "documents",
     "document_ids",
     "root_memory_id",
-    "remy_shadowed",
+    SHADOW_KEY,
 )
 
 

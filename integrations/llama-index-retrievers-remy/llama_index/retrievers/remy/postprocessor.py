@@ -10,23 +10,28 @@ from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle
 
 from remy_retriever import InvalidInputError
-from remy_retriever.rerankers import Reranker, resolve_reranker
+from remy_retriever.integration import Reranked, Reranker, rerank, reranker_for
 
 __all__ = ["RemyRerank"]
 
+#: What reranking adds to a node's metadata, kept out of what embedders and LLMs see.
+_ADDED_KEYS = ("retrieval_score", "retrieval_rank")
+
 
 class RemyRerank(BaseNodePostprocessor):
-    """Rerank nodes from any retriever with a remy :class:`~remy_retriever.rerankers.Reranker`
-    (a cross-encoder by default), keeping the retrieval score and rank.
+    """Rerank nodes from any retriever with a remy ``Reranker`` (a cross-encoder by
+    default), keeping the retrieval rank and score: remy's own reranking semantics
+    (:func:`remy_retriever.integration.rerank`).
 
     Each returned node is a copy whose ``score`` is the reranker's score (0-1 for
-    cross-encoders) and whose metadata gains ``retrieval_score`` (the incoming score) and
-    ``retrieval_rank`` (the 1-based incoming position), the same fields remy's own
-    reranking fills in. Nodes made by :class:`~llama_index.retrievers.remy.RemyRetriever`
-    also get ``metadata["score"]`` and ``explain["rerankScore"]`` updated, so
-    :func:`~llama_index.retrievers.remy.node_to_hit` gives a consistent hit. Nodes come
-    back best first (ties keep their incoming order), at most ``top_n``. The text scored
-    is the node content without metadata. ``apostprocess_nodes`` scores in a worker thread.
+    cross-encoders) and whose metadata gains ``retrieval_rank`` (the 1-based incoming
+    position) and ``retrieval_score`` (the incoming ``NodeWithScore.score``, ``None`` when
+    it has none). Nodes made by :class:`~llama_index.retrievers.remy.RemyRetriever` (they
+    carry ``metadata["citation"]``) also get ``metadata["score"]`` and
+    ``explain["rerankScore"]`` updated, so :func:`~llama_index.retrievers.remy.node_to_hit`
+    gives the hit remy's own reranking would. Nodes come back best first (ties keep their
+    incoming order), at most ``top_n``. The text scored is the node content without
+    metadata. ``apostprocess_nodes`` scores in a worker thread.
 
     Setup:
         The cross-encoder must be available locally: pass its directory, or a name that
@@ -53,14 +58,8 @@ class RemyRerank(BaseNodePostprocessor):
         top_n: int | None = 3,
         callback_manager: CallbackManager | None = None,
     ) -> None:
-        if isinstance(reranker, bool) or reranker is None:
-            msg = (
-                f"RemyRerank needs a cross-encoder name or path, or an object with "
-                f"score(query, texts); got {reranker!r}"
-            )
-            raise InvalidInputError(msg)
         fields: dict[str, Any] = {
-            "reranker": resolve_reranker(reranker, None),
+            "reranker": reranker_for(reranker, owner="RemyRerank"),
             "top_n": top_n,
             "callback_manager": callback_manager or CallbackManager(),
         }
@@ -71,9 +70,7 @@ class RemyRerank(BaseNodePostprocessor):
         return "RemyRerank"
 
     def _postprocess_nodes(
-        self,
-        nodes: list[NodeWithScore],
-        query_bundle: QueryBundle | None = None,
+        self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
     ) -> list[NodeWithScore]:
         if query_bundle is None:
             msg = (
@@ -81,45 +78,30 @@ class RemyRerank(BaseNodePostprocessor):
                 "or pass a query_bundle"
             )
             raise InvalidInputError(msg)
-        if not nodes:
-            return []
-        reranker: Reranker = self.reranker
-        texts = [n.node.get_content(metadata_mode=MetadataMode.NONE) for n in nodes]
-        scores = reranker.score(query_bundle.query_str, texts)
-        if len(scores) != len(nodes):
-            msg = (
-                f"the reranker {type(reranker).__name__} returned {len(scores)} scores for "
-                f"{len(nodes)} nodes; score() must return one float per text"
-            )
-            raise InvalidInputError(msg)
-        ranked = [
-            (float(value), rank, _rescored(item, float(value), rank))
-            for rank, (item, value) in enumerate(zip(nodes, scores), start=1)
-        ]
-        ranked.sort(key=lambda entry: (-entry[0], entry[1]))
-        out = [entry[2] for entry in ranked]
-        return out if self.top_n is None else out[: self.top_n]
+        ranked = rerank(
+            query_bundle.query_str,
+            nodes,
+            self.reranker,
+            text=lambda n: n.node.get_content(metadata_mode=MetadataMode.NONE),
+            score=lambda n: n.score,
+        )
+        return [_rescored(r) for r in ranked[: self.top_n]]
 
 
-def _rescored(item: NodeWithScore, value: float, rank: int) -> NodeWithScore:
-    metadata = dict(item.node.metadata)
-    metadata["retrieval_score"] = item.score
-    metadata["retrieval_rank"] = rank
-    if "citation" in metadata:
-        metadata["score"] = value
-        explain = metadata.get("explain")
-        if isinstance(explain, dict):
-            metadata["explain"] = {**explain, "rerankScore": value}
-    hidden = ("retrieval_score", "retrieval_rank")
-    node = item.node.model_copy(
+def _rescored(r: Reranked[NodeWithScore]) -> NodeWithScore:
+    node = r.item.node
+    metadata = dict(node.metadata)
+    metadata.update(retrieval_rank=r.retrieval_rank, retrieval_score=r.retrieval_score)
+    if "citation" in metadata:  # made by remy: rescored as remy's own reranking does it
+        metadata["score"] = r.score
+        if isinstance(metadata.get("explain"), dict):
+            metadata["explain"] = {**metadata["explain"], "rerankScore": r.score}
+    embed, llm = node.excluded_embed_metadata_keys, node.excluded_llm_metadata_keys
+    copy = node.model_copy(
         update={
             "metadata": metadata,
-            "excluded_embed_metadata_keys": _with(item.node.excluded_embed_metadata_keys, hidden),
-            "excluded_llm_metadata_keys": _with(item.node.excluded_llm_metadata_keys, hidden),
+            "excluded_embed_metadata_keys": [*embed, *(k for k in _ADDED_KEYS if k not in embed)],
+            "excluded_llm_metadata_keys": [*llm, *(k for k in _ADDED_KEYS if k not in llm)],
         }
     )
-    return NodeWithScore(node=node, score=value)
-
-
-def _with(keys: list[str], extra: tuple[str, ...]) -> list[str]:
-    return [*keys, *(k for k in extra if k not in keys)]
+    return NodeWithScore(node=copy, score=r.score)
