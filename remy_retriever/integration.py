@@ -170,3 +170,17 @@ def reranker_for(reranker: object, *, owner: str) -> Reranker:
     resolved = resolve_reranker(reranker, None)
     assert resolved is not None  # only None/False resolve to None
     return resolved
+
+
+def rescored_metadata(metadata: Mapping[str, Any], reranked: Reranked[Any]) -> dict[str, Any]:
+    """A framework object's metadata after :func:`rerank`: ``retrieval_rank`` and
+    ``retrieval_score`` always; for an object made from a remy hit (it carries a
+    ``citation``) also ``score`` and ``explain["rerankScore"]``, as remy's own reranking
+    sets them, so that the hit read back from it is consistent."""
+    out = dict(metadata)
+    out.update(retrieval_rank=reranked.retrieval_rank, retrieval_score=reranked.retrieval_score)
+    if "citation" in out:
+        out["score"] = reranked.score
+        if isinstance(out.get("explain"), dict):
+            out["explain"] = {**out["explain"], "rerankScore": reranked.score}
+    return out

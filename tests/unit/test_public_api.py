@@ -57,6 +57,7 @@ INTEGRATION_EXPECTED = {
     "rerank",
     "resolve_reranker",
     "reranker_for",
+    "rescored_metadata",
 }
 
 

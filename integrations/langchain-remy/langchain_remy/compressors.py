@@ -11,7 +11,7 @@ from langchain_core.documents import Document
 from langchain_core.documents.compressor import BaseDocumentCompressor
 from pydantic import ConfigDict, Field
 
-from remy_retriever.integration import Reranked, Reranker, rerank, reranker_for
+from remy_retriever.integration import Reranked, Reranker, rerank, reranker_for, rescored_metadata
 
 __all__ = ["RemyReranker"]
 
@@ -76,12 +76,6 @@ class RemyReranker(BaseDocumentCompressor):
 
 
 def _rescored(r: Reranked[Document]) -> Document:
-    doc, metadata = r.item, dict(r.item.metadata)
-    metadata.update(
-        relevance_score=r.score, retrieval_rank=r.retrieval_rank, retrieval_score=r.retrieval_score
-    )
-    if "citation" in metadata:  # made by remy: rescored as remy's own reranking does it
-        metadata["score"] = r.score
-        if isinstance(metadata.get("explain"), dict):
-            metadata["explain"] = {**metadata["explain"], "rerankScore": r.score}
+    doc = r.item
+    metadata = {**rescored_metadata(doc.metadata, r), "relevance_score": r.score}
     return Document(id=doc.id, page_content=doc.page_content, metadata=metadata)

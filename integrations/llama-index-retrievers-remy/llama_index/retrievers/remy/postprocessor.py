@@ -10,7 +10,7 @@ from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle
 
 from remy_retriever import InvalidInputError
-from remy_retriever.integration import Reranked, Reranker, rerank, reranker_for
+from remy_retriever.integration import Reranked, Reranker, rerank, reranker_for, rescored_metadata
 
 __all__ = ["RemyRerank"]
 
@@ -90,12 +90,7 @@ class RemyRerank(BaseNodePostprocessor):
 
 def _rescored(r: Reranked[NodeWithScore]) -> NodeWithScore:
     node = r.item.node
-    metadata = dict(node.metadata)
-    metadata.update(retrieval_rank=r.retrieval_rank, retrieval_score=r.retrieval_score)
-    if "citation" in metadata:  # made by remy: rescored as remy's own reranking does it
-        metadata["score"] = r.score
-        if isinstance(metadata.get("explain"), dict):
-            metadata["explain"] = {**metadata["explain"], "rerankScore": r.score}
+    metadata = rescored_metadata(node.metadata, r)
     embed, llm = node.excluded_embed_metadata_keys, node.excluded_llm_metadata_keys
     copy = node.model_copy(
         update={
