@@ -17,7 +17,7 @@ from typing import Any
 from .embeddings import Embedder
 from .errors import InvalidInputError
 from .flatten import FLAT_KEYS, SHADOW_KEY, hit_from_metadata, hit_to_metadata
-from .options import SearchOptions
+from .options import SearchOptions, check_int
 from .passages import Passage, document_passages, memory_passages
 from .records import chunk_id
 from .rerankers import Reranker, resolve_reranker
@@ -32,6 +32,7 @@ __all__ = [
     "Reranked",
     "Reranker",
     "build_options",
+    "check_int",
     "check_search_kwargs",
     "chunk_id",
     "document_passages",

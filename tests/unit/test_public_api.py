@@ -47,6 +47,7 @@ INTEGRATION_EXPECTED = {
     "Reranked",
     "Reranker",
     "build_options",
+    "check_int",
     "check_search_kwargs",
     "chunk_id",
     "document_passages",

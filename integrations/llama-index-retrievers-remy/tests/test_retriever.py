@@ -194,7 +194,7 @@ def test_invalid_arguments_name_the_fix(corpus_retriever: Retriever, tmp_path: P
         RemyRetriever()
     with pytest.raises(InvalidInputError, match="not both"):
         RemyRetriever(corpus_retriever, path=tmp_path)
-    with pytest.raises(InvalidInputError, match="similarity_top_k must be an int >= 1"):
+    with pytest.raises(InvalidInputError, match="similarity_top_k must be"):
         RemyRetriever(corpus_retriever, similarity_top_k=0)
     with pytest.raises(InvalidInputError, match="unknown mode 'fuzzy'"):
         RemyRetriever(corpus_retriever, mode="fuzzy")  # type: ignore[arg-type]

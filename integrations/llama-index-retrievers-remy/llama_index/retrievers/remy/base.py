@@ -16,6 +16,7 @@ from remy_retriever.integration import (
     FIELD_OPTIONS,
     Reranker,
     build_options,
+    check_int,
     check_search_kwargs,
     open_engine,
 )
@@ -89,10 +90,7 @@ class RemyRetriever(BaseRetriever):
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
     ) -> None:
-        k = similarity_top_k  # checked here, so that the message names it as LlamaIndex does
-        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-            msg = f"similarity_top_k must be an int >= 1, got {k!r}"
-            raise InvalidInputError(msg)
+        check_int("similarity_top_k", similarity_top_k)  # the message names LlamaIndex's name
         self.similarity_top_k = similarity_top_k
         self.mode: Mode = mode
         self.where = None if where is None else dict(where)
