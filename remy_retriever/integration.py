@@ -42,6 +42,7 @@ __all__ = [
     "open_engine",
     "rerank",
     "reranker_for",
+    "rescored_metadata",
     "resolve_reranker",
 ]
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import InvalidInputError
-from ..filters import Filter, parse_where
+from ..filters import Filter
 from ..options import MAX_EXPAND, SearchOptions, check_int, validate_query
 from ..records import parse_chunk_id
 from ..rerankers import Reranker
@@ -31,7 +31,6 @@ __all__ = ["SUMMARY_CHARS", "lead_summary", "search_documents"]
 SUMMARY_CHARS = 300
 #: Most documents one call may return.
 MAX_LIMIT = 1000
-_MODES = ("semantic", "lexical", "hybrid")
 
 
 def search_documents(
@@ -95,25 +94,18 @@ def search_documents(
         if not isinstance(flag, bool):
             msg = f"{name} must be True or False, got {flag!r}"
             raise InvalidInputError(msg)
-    if mode not in _MODES:
-        msg = f"unknown mode {mode!r}; use one of 'semantic', 'lexical', 'hybrid'"
-        raise InvalidInputError(msg)
-    tree = parse_where(where)
-    q = validate_query(q)
-
     # Fetch enough chunks to fill `limit` documents; widen once if they crowd together.
     k = min(10_000, max(3 * limit, 20))
+    base = SearchOptions(
+        mode=mode,  # type: ignore[arg-type]  # validated by SearchOptions
+        where=where,
+        rerank=rerank,
+        explain=mode == "hybrid",
+    )
+    q = validate_query(q)
     groups: dict[str, _Group] = {}
     for _ in range(2):
-        options = SearchOptions(
-            mode=mode,  # type: ignore[arg-type]  # checked above
-            k=k,
-            where=where,
-            rerank=rerank,
-            rerank_depth=k,
-            candidates=max(100, k),
-            explain=mode == "hybrid",
-        )
+        options = base.replace(k=k, rerank_depth=k, candidates=max(100, k))
         scored = pipeline.scored(q, options, default_reranker=default_reranker)
         groups = _group(scored, chunk_threshold)
         kept = [g for g in groups.values() if g.keep(document_threshold)]
@@ -128,7 +120,7 @@ def search_documents(
     chosen = [g for g in chosen if g.document_id in stored]
     context: dict[str, str] = {}
     if not only_matching_chunks and context_chunks:
-        context = _context_chunks(pipeline, chosen, context_chunks, tree)
+        context = _context_chunks(pipeline, chosen, context_chunks, base.filter)
     results = [
         _result(
             g,

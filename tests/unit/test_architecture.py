@@ -6,6 +6,7 @@ for the stored format."""
 from __future__ import annotations
 
 import ast
+import importlib
 import shutil
 import subprocess
 import sys
@@ -188,3 +189,55 @@ def test_only_records_knows_the_stored_format(path: Path) -> None:
         and any(isinstance(v, ast.Constant) and v.value == "#" for v in node.values)
     ]
     assert hand_made == []
+
+
+#: The core modules an adapter may import from, each only the names in its ``__all__``.
+CORE_SURFACE = ("remy_retriever", "remy_retriever.integration", "remy_retriever.memory")
+
+
+def _surface_violations(folder: Path) -> list[str]:
+    """Imports of remy_retriever under ``folder`` from outside :data:`CORE_SURFACE`, or of
+    names outside that module's ``__all__``."""
+    public = {name: set(importlib.import_module(name).__all__) for name in CORE_SURFACE}
+    bad = []
+    for path in sorted(folder.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+            where = f"{path.name}:{getattr(node, 'lineno', 0)}"
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                module, names = node.module, [alias.name for alias in node.names]
+            elif isinstance(node, ast.Import):
+                module, names = node.names[0].name, []
+            else:
+                continue
+            if module.partition(".")[0] != "remy_retriever":
+                continue
+            if module not in public:
+                bad.append(f"{where}: {module}")
+            bad += [
+                f"{where}: {module}.{n} is not in its __all__"
+                for n in names
+                if module in public and n not in public[module]
+            ]
+    return bad
+
+
+@pytest.mark.parametrize("folder", ADAPTERS, ids=lambda p: p.parent.name)
+def test_adapters_import_only_the_public_core_surface(folder: Path) -> None:
+    """Only remy_retriever, remy_retriever.integration and remy_retriever.memory, and only
+    the names in their ``__all__``."""
+    assert "remy_retriever" in "".join(p.read_text() for p in folder.rglob("*.py"))
+    bad = _surface_violations(folder)
+    assert not bad, "imports outside the public core surface:\n" + "\n".join(bad)
+
+
+def test_the_surface_check_catches_private_imports(tmp_path: Path) -> None:
+    (tmp_path / "bad.py").write_text(
+        "import remy_retriever.stores.dense\n"
+        "from remy_retriever.records import chunk_id\n"
+        "from remy_retriever import Retriever, _private\n"
+    )
+    assert _surface_violations(tmp_path) == [
+        "bad.py:1: remy_retriever.stores.dense",
+        "bad.py:2: remy_retriever.records",
+        "bad.py:3: remy_retriever._private is not in its __all__",
+    ]
