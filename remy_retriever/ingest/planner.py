@@ -20,6 +20,7 @@ from ..documents import Chunk, Document
 from ..embeddings import Embedder, as_matrix
 from ..records import (
     DOCUMENT_ID_KEY,
+    ChunkState,
     LexicalRecord,
     chunk_metadata,
     chunk_state,
@@ -38,16 +39,16 @@ __all__ = ["ExistingDocument", "WriteBatch", "existing_documents", "plan_batch"]
 LOOKUP_BATCH = 500
 
 
-@dataclass
+@dataclass(frozen=True)
 class ExistingDocument:
     """A stored document as ingest sees it: its chunk ids, its version's content hash
-    (``None`` when its chunks mix versions), creation time and whether it is whole."""
+    (``None`` when its chunks mix versions), creation time and whether it is whole (as
+    many chunks as its version has, and the document table names the same version)."""
 
-    chunk_ids: list[str] = field(default_factory=list)
-    doc_hash: str | None = None
-    n_chunks: int | None = None
-    created: str | None = None
-    complete: bool = False
+    chunk_ids: tuple[str, ...]
+    doc_hash: str | None
+    created: str | None
+    complete: bool
 
 
 @dataclass(frozen=True)
@@ -73,24 +74,26 @@ def existing_documents(
 ) -> dict[str, ExistingDocument]:
     """What is stored for these documents (absent ones are left out)."""
     wanted = list(doc_ids)
-    out: dict[str, ExistingDocument] = {}
+    chunks: dict[str, list[tuple[str, ChunkState]]] = {}
     for lo in range(0, len(wanted), LOOKUP_BATCH):
         where = {DOCUMENT_ID_KEY: {"$in": wanted[lo : lo + LOOKUP_BATCH]}}
         for records in dense.iter_all(where=where, documents=False):
             for cid, _, meta in records:
                 state = chunk_state(cid, meta)
-                entry = out.get(state.document_id)
-                if entry is None:
-                    entry = out[state.document_id] = ExistingDocument(
-                        doc_hash=state.doc_hash, n_chunks=state.n_chunks, created=state.created
-                    )
-                entry.chunk_ids.append(cid)
-                if entry.doc_hash != state.doc_hash:
-                    entry.doc_hash = None  # mixed versions: treat as changed
-    stored = table.get(list(out))
-    for doc_id, entry in out.items():
+                chunks.setdefault(state.document_id, []).append((cid, state))
+    stored = table.get(list(chunks))
+    out: dict[str, ExistingDocument] = {}
+    for doc_id, rows in chunks.items():
+        first = rows[0][1]
+        mixed = any(state.doc_hash != first.doc_hash for _, state in rows)
+        doc_hash = None if mixed else first.doc_hash  # mixed versions: treat as changed
         table_hash = document_fields(stored[doc_id][1])["doc_hash"] if doc_id in stored else None
-        entry.complete = entry.n_chunks == len(entry.chunk_ids) and table_hash == entry.doc_hash
+        out[doc_id] = ExistingDocument(
+            chunk_ids=tuple(cid for cid, _ in rows),
+            doc_hash=doc_hash,
+            created=first.created,
+            complete=first.n_chunks == len(rows) and table_hash == doc_hash,
+        )
     return out
 
 

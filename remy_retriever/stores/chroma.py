@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -109,16 +110,15 @@ def _bound_http_timeout(client: Any, timeout: float | None) -> float | None:
     return timeout
 
 
+@dataclass(frozen=True)
 class OpenedClient:
-    """A Chroma client and what the facade needs to know about it."""
+    """A Chroma client and what the facade needs to know about it: how errors name the
+    store (``http://host:port`` or ``embedded store '...'``) and, for an embedded store,
+    its directory."""
 
-    def __init__(self, client: Any, server: str, store_dir: Path | None) -> None:
-        #: The chromadb client.
-        self.client = client
-        #: How errors name the store (``http://host:port`` or ``embedded store '...'``).
-        self.server = server
-        #: The directory of an embedded store, else ``None``.
-        self.store_dir = store_dir
+    client: Any
+    server: str
+    store_dir: Path | None
 
 
 def open_client(path: str | os.PathLike[str] | None, client: Any) -> OpenedClient:

@@ -192,12 +192,12 @@ class StoreSync:
 
     # -- catching up ------------------------------------------------------------------
 
-    def catch_up(self, *, force: bool = False) -> None:
+    def catch_up(self) -> None:
         """Bring the lexical index up to Chroma's generation (see the module docstring).
         Skipped while another writer holds the lock: that writer updates the index
         itself, and a later search catches up. Never waits: searches must not block."""
         state = self.state
-        if not force and state.generation == self.dense.generation() and not state.dirty:
+        if state.generation == self.dense.generation() and not state.dirty:
             return
         if not self.write_lock.acquire(blocking=False):
             return
@@ -206,19 +206,19 @@ class StoreSync:
                 # Dirty with the lock free: a write stopped midway (crash or error).
                 self.repair_if_interrupted()
                 return
-            self._catch_up_locked(force=force)
+            self._catch_up_locked()
         finally:
             self.write_lock.release()
 
-    def _catch_up_locked(self, *, force: bool) -> None:
+    def _catch_up_locked(self) -> None:
         with self._sync_lock:
             generation = self.dense.generation()
             state = self.state
-            if not force and state.generation == generation:
+            if state.generation == generation:
                 return
             started = _now_ms()
             where = None
-            if state.last_sync_ms is not None and not force:
+            if state.last_sync_ms is not None:
                 where = {UPDATED_MS_KEY: {"$gte": state.last_sync_ms - SYNC_MARGIN_MS}}
             for records in self.dense.iter_all(where=where):
                 known = self.lexical.hashes([r[0] for r in records])
