@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -23,7 +23,7 @@ import httpx
 from ..errors import InvalidInputError, RemyError, ServerUnavailableError, StoreError
 from ..retry import DEFAULT_RETRY, RetryPolicy
 
-__all__ = ["ChromaCalls", "OpenedClient", "lexical_cache_dir", "open_client"]
+__all__ = ["ChromaCalls", "OpenedClient", "lexical_cache_dir", "open_client", "paged"]
 
 T = TypeVar("T")
 
@@ -88,6 +88,19 @@ class ChromaCalls:
     def max_batch(self) -> int:
         """The most records Chroma takes in one call."""
         return int(self.call("read the batch size", self.client.get_max_batch_size))
+
+
+def paged(read: Callable[[int, int], list[T]], page: int) -> Iterator[list[T]]:
+    """Every record, ``page`` at a time: ``read(limit, offset)`` returns one page."""
+    offset = 0
+    while True:
+        batch = read(page, offset)
+        if not batch:
+            return
+        yield batch
+        if len(batch) < page:
+            return
+        offset += len(batch)
 
 
 def is_connection_error(exc: BaseException) -> bool:

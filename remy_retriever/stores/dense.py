@@ -36,7 +36,7 @@ from ..embeddings import (
 )
 from ..errors import CollectionNotFoundError, InvalidInputError, StoreError
 from ..records import GENERATION_KEY, Record, pack, unpack
-from .chroma import ChromaCalls
+from .chroma import ChromaCalls, paged
 
 __all__ = ["HNSW_KEYS", "DenseStore", "check_hnsw"]
 
@@ -351,17 +351,13 @@ class DenseStore:
         page: int = 5000,
     ) -> Iterator[list[Record]]:
         """Every matching record, in pages."""
-        offset = 0
-        while True:
-            batch = self.get(
-                where=where, documents=documents, metadatas=metadatas, limit=page, offset=offset
+
+        def read(limit: int, offset: int) -> list[Record]:
+            return self.get(
+                where=where, documents=documents, metadatas=metadatas, limit=limit, offset=offset
             )
-            if not batch:
-                return
-            yield batch
-            if len(batch) < page:
-                return
-            offset += len(batch)
+
+        return paged(read, page)
 
 
 def _is_embedded(client: Any) -> bool:

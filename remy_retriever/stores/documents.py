@@ -16,7 +16,7 @@ import numpy as np
 
 from ..documents import Document
 from ..records import document_fields, pack, unpack
-from .chroma import ChromaCalls
+from .chroma import ChromaCalls, paged
 
 __all__ = ["DocumentTable", "StoredDocument"]
 
@@ -106,16 +106,12 @@ class DocumentTable:
 
     def iter_metadata(self, *, page: int = 5000) -> Iterator[list[tuple[str, dict[str, Any]]]]:
         """Every record's ``(document id, metadata)``, in pages."""
-        offset = 0
-        while True:
 
-            def read(offset: int = offset) -> Any:
-                return self.collection.get(include=["metadatas"], limit=page, offset=offset)
+        def read(limit: int, offset: int) -> list[tuple[str, dict[str, Any]]]:
+            result = self._calls.call(
+                "read documents",
+                lambda: self.collection.get(include=["metadatas"], limit=limit, offset=offset),
+            )
+            return [(i, m) for i, _, m in unpack(result)]
 
-            batch = [(i, m) for i, _, m in unpack(self._calls.call("read documents", read))]
-            if not batch:
-                return
-            yield batch
-            if len(batch) < page:
-                return
-            offset += len(batch)
+        return paged(read, page)
