@@ -69,6 +69,11 @@ class Retriever:
     retrievers writing to one server see each other's writes: the lexical index catches
     up before a lexical or hybrid search (:mod:`remy_retriever.stores.sync`).
 
+    ``bm25_statistics="filter"``: BM25 statistics (N and document frequencies) counted
+    inside each search's ``where`` rather than over the collection, so a tenant's lexical
+    scores do not reveal which terms other tenants hold (SECURITY.md; a few count
+    queries per search).
+
     HNSW settings: ``hnsw={"ef_construction": 64, "max_neighbors": 16, "ef_search": 100}``
     (any subset) applies to a collection created now; an existing one must match.
     Chroma's defaults are 100 / 16 / 100. At 100k chunks ``ef_construction`` 64 built
@@ -91,8 +96,16 @@ class Retriever:
         reranker: Reranker | str | None = None,
         retry: RetryPolicy | None = None,
         hnsw: Mapping[str, int] | None = None,
+        bm25_statistics: str = "collection",
     ) -> None:
         check_hnsw(hnsw)  # before anything is opened or created
+        if bm25_statistics not in ("collection", "filter"):
+            msg = (
+                f"bm25_statistics={bm25_statistics!r:.80} is not valid; use 'collection' "
+                "(the default) or 'filter' (BM25 statistics counted inside each search's "
+                "where filter, so one tenant's scores do not depend on other tenants)"
+            )
+            raise InvalidInputError(msg)
         if client is not None and path is not None:
             msg = f"pass either a path ({path!r}) or a client, not both"
             raise InvalidInputError(msg)
@@ -118,6 +131,7 @@ class Retriever:
         self._sync = StoreSync(
             dense, DocumentTable(calls), lexical_path, lock, lock_timeout=lock_timeout
         )
+        self._sync.lexical.filter_statistics = bm25_statistics == "filter"
         self._ingestor = Ingestor(self._sync)
         self._pipeline = SearchPipeline(self._sync)
         self.collection = collection

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import os
 import shutil
 import threading
@@ -61,6 +60,7 @@ from .tantivy_schema import (
     ID_HASH_FIELD,
     TEXT_FIELD,
     assign_slots,
+    bm25_idf,
     build_schema,
     check_ids,
     check_k,
@@ -71,6 +71,8 @@ from .tantivy_schema import (
     first_str,
     load_slots,
     numeric_keys,
+    scoped_idf,
+    scoped_weights,
     search_query,
     split_id_hash,
     term_weights,
@@ -109,7 +111,16 @@ class LexicalIndex:
     """A persistent BM25 index over chunks, with Chroma-style metadata filters.
 
     Safe to share between threads: searches run concurrently, writes are serialized.
+
+    ``filter_statistics``: when True, a filtered search scores with BM25 statistics
+    (``N`` and each term's document frequency) counted inside the filter only, so that a
+    tenant's scores, ``explain`` and relevance do not reveal which terms other tenants'
+    chunks hold (:func:`~.tantivy_schema.scoped_weights`). Costs one count query per
+    query term and one for the filter.
     """
+
+    #: Score filtered searches with statistics counted inside the filter (see above).
+    filter_statistics: bool = False
 
     def __init__(
         self, path: str | os.PathLike[str], *, lock_timeout: float = 10.0, recover: bool = False
@@ -425,7 +436,10 @@ class LexicalIndex:
         if total == 0:
             return []
         with self._guard("search"):
-            query = search_query(self._schema, weights, where, self._slots)
+            boosts: Mapping[str, float] = weights
+            if self.filter_statistics and where is not None:
+                boosts = scoped_weights(searcher, self._schema, self._slots, weights, where)
+            query = search_query(self._schema, boosts, where, self._slots)
             hits = searcher.search(query, limit=min(k, total), count=False).hits
             results = [
                 (first_str(searcher.doc(address), ID_FIELD), float(score))
@@ -476,25 +490,28 @@ class LexicalIndex:
         with self._guard("read"):
             return int(searcher.num_docs)
 
-    def idf(self, terms: Sequence[str]) -> dict[str, float]:
+    def idf(self, terms: Sequence[str], where: Filter | None = None) -> dict[str, float]:
         """BM25 idf, ``ln(1 + (N - n + 0.5) / (n + 0.5))``, of each analysed term (not
         analysed again; empty strings are skipped).
 
         ``N`` counts live chunks; tantivy's own scoring also counts deleted chunks until
-        their segment merges, so the two can differ slightly right after deletions.
+        their segment merges, so the two can differ slightly right after deletions. With
+        :attr:`filter_statistics` and a ``where``, both are counted inside the filter.
         """
         check_terms(terms)
+        check_where(where)
+        wanted = [sanitize(t) for t in dict.fromkeys(terms) if t]
         searcher = self._searcher()
         live = int(searcher.num_docs)
-        out: dict[str, float] = {}
-        for term in terms:
-            if not term or term in out:
-                continue
-            with self._guard("read"):
-                df = int(searcher.doc_freq(TEXT_FIELD, sanitize(term))) if live else 0
-            n_docs = max(live, df)
-            out[term] = math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
-        return out
+        with self._guard("read"):
+            if self.filter_statistics and where is not None:
+                scoped = scoped_idf(searcher, self._schema, self._slots, wanted, where)
+                return {t: scoped[sanitize(t)] for t in dict.fromkeys(terms) if t}
+            return {
+                t: bm25_idf(live, int(searcher.doc_freq(TEXT_FIELD, sanitize(t))) if live else 0)
+                for t in dict.fromkeys(terms)
+                if t
+            }
 
     def _searcher(self) -> tantivy.Searcher:
         index = self._open_index()
