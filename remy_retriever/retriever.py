@@ -33,6 +33,7 @@ from .search.pipeline import SearchPipeline
 from .stores.chroma import ChromaCalls, lexical_cache_dir, open_client
 from .stores.dense import DenseStore, check_hnsw
 from .stores.documents import TABLE_SUFFIX, DocumentTable, StoredDocument
+from .stores.files import local_path
 from .stores.lexical import LexicalIndex
 from .stores.locking import LOCK_FILE, WriterLock
 from .stores.sync import DoctorReport, StoreSync
@@ -108,6 +109,8 @@ class Retriever:
                 "for remy's document tables; pick a name without that ending"
             )
             raise InvalidInputError(msg)
+        if lexical_path is not None:
+            lexical_path = local_path(lexical_path, "lexical_path")
         opened = open_client(path, client, create=create)
         resolved = None if embedder is None else resolve_embedder(embedder)
         calls = ChromaCalls(opened.client, collection, server=opened.server, retry=retry)

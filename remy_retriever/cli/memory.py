@@ -14,7 +14,7 @@ from .. import Memory
 from ..errors import CollectionNotFoundError, InvalidInputError
 from ..memory import MemoryStore
 from ..retriever import Retriever
-from .common import add_store_flags, clip, json_object, print_json
+from .common import add_store_flags, clip, json_object, print_json, require_collection
 
 __all__ = ["add_parser", "run"]
 
@@ -79,8 +79,12 @@ def _memory_flags(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run a parsed ``remy memory ...`` command; prints, returns the exit code."""
     command = args.memory_command
+    if command != "add":  # only `add` creates the store and the collection
+        require_collection(args.db, args.collection)
     linked = _linked_retriever(args) if command == "search" else None
-    with MemoryStore(args.db, collection=args.collection, retriever=linked) as store:
+    with MemoryStore(
+        args.db, collection=args.collection, retriever=linked, embedder=args.embedder
+    ) as store:
         if command == "add":
             memory = store.add(
                 args.content,
@@ -126,7 +130,9 @@ def _linked_retriever(args: argparse.Namespace) -> Retriever | None:
     """The document collection a search may include; ``None`` if there is none and the
     search is over memories only."""
     try:
-        return Retriever(args.db, collection=args.docs_collection, create=False)
+        return Retriever(
+            args.db, collection=args.docs_collection, create=False, embedder=args.embedder
+        )
     except CollectionNotFoundError:
         if args.search_mode != "memories":
             msg = (
