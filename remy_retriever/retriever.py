@@ -111,6 +111,12 @@ class Retriever:
             raise InvalidInputError(msg)
         if lexical_path is not None:
             lexical_path = local_path(lexical_path, "lexical_path")
+        elif client is None and len(collection) > 255:  # the lexical index's directory name
+            msg = (
+                f"collection name {collection[:40]!r}... has {len(collection)} characters; in "
+                "an embedded store at most 255, unless you pass lexical_path=..."
+            )
+            raise InvalidInputError(msg)
         opened = open_client(path, client, create=create)
         resolved = None if embedder is None else resolve_embedder(embedder)
         calls = ChromaCalls(opened.client, collection, server=opened.server, retry=retry)
