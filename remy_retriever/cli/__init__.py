@@ -58,7 +58,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     out = sys.stdout if getattr(args, "json", False) else TerminalWriter(sys.stdout)
     try:
         with contextlib.redirect_stdout(out):
-            return run(args)
+            code = run(args)
+            out.flush()  # a closed pipe fails here, not at exit
+        return code
     except RemyError as exc:
         return _fail(str(exc))
     except BrokenPipeError:  # the reader went away (`remy search ... | head -1`)
