@@ -30,10 +30,9 @@ from .retry import RetryPolicy
 from .search.calibration import ScoredHit
 from .search.documents import search_documents
 from .search.pipeline import SearchPipeline
-from .stores.chroma import ChromaCalls, lexical_cache_dir, open_client
+from .stores.chroma import ChromaCalls, lexical_cache_dir, local_path, open_client
 from .stores.dense import DenseStore, check_hnsw
 from .stores.documents import TABLE_SUFFIX, DocumentTable, StoredDocument
-from .stores.files import local_path
 from .stores.lexical import LexicalIndex
 from .stores.locking import LOCK_FILE, WriterLock
 from .stores.sync import DoctorReport, StoreSync

@@ -28,9 +28,15 @@ from ..errors import (
     StoreError,
 )
 from ..retry import DEFAULT_RETRY, RetryPolicy
-from .files import local_path
 
-__all__ = ["ChromaCalls", "OpenedClient", "lexical_cache_dir", "open_client", "paged"]
+__all__ = [
+    "ChromaCalls",
+    "OpenedClient",
+    "lexical_cache_dir",
+    "local_path",
+    "open_client",
+    "paged",
+]
 
 T = TypeVar("T")
 
@@ -170,6 +176,43 @@ def open_client(
         )
         raise StoreError(msg) from exc
     return OpenedClient(persistent, f"embedded store {str(root)!r}", root)
+
+
+def local_path(value: object, what: str) -> Path:
+    """``value`` (a ``str`` or ``os.PathLike[str]``) as an absolute :class:`Path`.
+
+    Raises :class:`InvalidInputError` naming ``what`` for anything else: another type,
+    bytes (decode them first), an empty string, a NUL character."""
+    text: object = value
+    if isinstance(value, os.PathLike):
+        try:
+            text = os.fspath(value)
+        except Exception as exc:
+            msg = f"{what} {value!r:.80} does not give a file system path ({exc})"
+            raise InvalidInputError(msg) from exc
+    if isinstance(text, (bytes, bytearray)):
+        msg = (
+            f"{what} must be a str or pathlib.Path, got bytes {value!r:.80}; decode it "
+            "first (os.fsdecode(path))"
+        )
+        raise InvalidInputError(msg)
+    if not isinstance(text, str):
+        msg = (
+            f"{what} must be a directory path (str or pathlib.Path), got "
+            f"{type(value).__name__} {value!r:.80}"
+        )
+        raise InvalidInputError(msg)
+    if not text:
+        msg = f"{what} is empty; pass a directory such as './remy_data'"
+        raise InvalidInputError(msg)
+    if "\0" in text:
+        msg = f"{what} {text!r:.200} contains a NUL character, which no file name can hold"
+        raise InvalidInputError(msg)
+    try:
+        return Path(text).resolve()
+    except (OSError, RuntimeError) as exc:  # e.g. a symlink loop
+        msg = f"{what} {text!r:.200} cannot be resolved ({exc}); check the path"
+        raise InvalidInputError(msg) from exc
 
 
 def _check_store_dir(root: Path, *, create: bool) -> None:

@@ -5,7 +5,7 @@ which is fsynced, renamed over the target with ``os.replace`` and the directory 
 so a reader sees the old file or the new one, never half of one, also after a crash.
 Reads tell a missing file (``None``) apart from an unreadable or garbled one
 (:class:`StoreError`). :func:`stat_signature` lets a reader notice cheaply that a file
-was replaced. :func:`local_path` checks a path a caller passed before anything uses it.
+was replaced.
 """
 
 from __future__ import annotations
@@ -17,46 +17,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..errors import InvalidInputError, StoreError
+from ..errors import StoreError
 
-__all__ = ["local_path", "read_json", "stat_signature", "write_json_atomic", "write_text_atomic"]
-
-
-def local_path(value: object, what: str) -> Path:
-    """``value`` (a ``str`` or ``os.PathLike[str]``) as an absolute :class:`Path`.
-
-    Raises :class:`InvalidInputError` naming ``what`` for anything else: another type,
-    bytes (decode them first), an empty string, a NUL character."""
-    text: object = value
-    if isinstance(value, os.PathLike):
-        try:
-            text = os.fspath(value)
-        except Exception as exc:
-            msg = f"{what} {value!r:.80} does not give a file system path ({exc})"
-            raise InvalidInputError(msg) from exc
-    if isinstance(text, (bytes, bytearray)):
-        msg = (
-            f"{what} must be a str or pathlib.Path, got bytes {value!r:.80}; decode it "
-            "first (os.fsdecode(path))"
-        )
-        raise InvalidInputError(msg)
-    if not isinstance(text, str):
-        msg = (
-            f"{what} must be a directory path (str or pathlib.Path), got "
-            f"{type(value).__name__} {value!r:.80}"
-        )
-        raise InvalidInputError(msg)
-    if not text:
-        msg = f"{what} is empty; pass a directory such as './remy_data'"
-        raise InvalidInputError(msg)
-    if "\0" in text:
-        msg = f"{what} {text!r:.200} contains a NUL character, which no file name can hold"
-        raise InvalidInputError(msg)
-    try:
-        return Path(text).resolve()
-    except (OSError, RuntimeError) as exc:  # e.g. a symlink loop
-        msg = f"{what} {text!r:.200} cannot be resolved ({exc}); check the path"
-        raise InvalidInputError(msg) from exc
+__all__ = ["read_json", "stat_signature", "write_json_atomic", "write_text_atomic"]
 
 
 def stat_signature(path: str) -> tuple[int, int, int] | None:

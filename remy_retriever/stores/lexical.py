@@ -53,7 +53,8 @@ from ..errors import IndexLockedError, InvalidInputError, InvalidQueryError, Rem
 from ..filters import Filter
 from ..records import LexicalRecord
 from ..text.analysis import analyze, sanitize
-from .files import local_path, read_json, stat_signature, write_json_atomic, write_text_atomic
+from .chroma import local_path
+from .files import read_json, stat_signature, write_json_atomic, write_text_atomic
 from .tantivy_schema import (
     DOC_FIELD,
     FORMAT,
