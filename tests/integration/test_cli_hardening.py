@@ -308,3 +308,20 @@ def test_remy_eval_reports_a_bad_row(
     err = capsys.readouterr().err
     assert err.startswith("remy: error: ") and message.split(":")[0] in err
     assert not (tmp_path / "cache").exists()
+
+
+@pytest.mark.parametrize("argv", [["ingest", "README.md"], ["search", "fox"], ["doctor"]])
+@pytest.mark.parametrize("where", ["/dev/null", "a file", "NUL"])
+def test_db_that_cannot_be_a_store(
+    tmp_path: Path, argv: list[str], where: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    plain = tmp_path / "plain.txt"
+    plain.write_text("keep", encoding="utf-8")
+    db = {"/dev/null": "/dev/null", "a file": str(plain), "NUL": str(tmp_path / "a\0b")}[where]
+    readme = SOURCE / "README.md"
+    argv = [str(readme) if a == "README.md" else a for a in argv]
+    assert main([*argv, "--db", db]) == 2  # main: chromadb InternalError / ValueError
+    err = capsys.readouterr().err
+    assert err.startswith("remy: error: ") and "Traceback" not in err
+    assert "not a directory" in err or "NUL character" in err
+    assert plain.read_text(encoding="utf-8") == "keep"
