@@ -30,9 +30,9 @@ from .retry import RetryPolicy
 from .search.calibration import ScoredHit
 from .search.documents import search_documents
 from .search.pipeline import SearchPipeline
-from .stores.chroma import ChromaCalls, lexical_cache_dir, open_client
+from .stores.chroma import ChromaCalls, lexical_cache_dir, local_path, open_client
 from .stores.dense import DenseStore, check_hnsw
-from .stores.documents import DocumentTable, StoredDocument
+from .stores.documents import TABLE_SUFFIX, DocumentTable, StoredDocument
 from .stores.lexical import LexicalIndex
 from .stores.locking import LOCK_FILE, WriterLock
 from .stores.sync import DoctorReport, StoreSync
@@ -115,7 +115,21 @@ class Retriever:
                 "[a-zA-Z0-9._-], starting and ending with a letter or digit (e.g. 'docs')"
             )
             raise InvalidInputError(msg)
-        opened = open_client(path, client)
+        if collection.endswith(TABLE_SUFFIX):
+            msg = (
+                f"collection name {collection!r} ends in {TABLE_SUFFIX!r}, which is reserved "
+                "for remy's document tables; pick a name without that ending"
+            )
+            raise InvalidInputError(msg)
+        if lexical_path is not None:
+            lexical_path = local_path(lexical_path, "lexical_path")
+        elif client is None and len(collection) > 255:  # the lexical index's directory name
+            msg = (
+                f"collection name {collection[:40]!r}... has {len(collection)} characters; in "
+                "an embedded store at most 255, unless you pass lexical_path=..."
+            )
+            raise InvalidInputError(msg)
+        opened = open_client(path, client, create=create)
         resolved = None if embedder is None else resolve_embedder(embedder)
         calls = ChromaCalls(opened.client, collection, server=opened.server, retry=retry)
         dense = DenseStore(calls, embedder=resolved, create=create, hnsw=hnsw)

@@ -22,13 +22,15 @@ call is one atomic commit. Readers pick up commits (also other processes') cheap
 watching ``meta.json``.
 
 Damage: the index is derived data. When its files are missing or unreadable (segment
-files deleted, ``meta.json`` or ``lexical.json`` gone or garbled, ``state.json`` not
-JSON, or the tantivy index gone while ``state.json`` still records a sync), opening it
+files deleted, ``meta.json`` or ``lexical.json`` gone or garbled, ``state.json`` not a
+JSON object, or the tantivy index gone while ``state.json`` still records a sync), opening it
 raises :class:`LexicalIndexCorruptError` naming the path -- or, with ``recover=True``
 (what :class:`~remy_retriever.Retriever` passes), discards the files and starts empty
 with an empty state, so that the owner rebuilds it from Chroma. Damage first noticed by
 a read raises :class:`LexicalIndexCorruptError` too (never a raw tantivy error); call
-:meth:`LexicalIndex.reset` and rebuild.
+:meth:`LexicalIndex.reset` and rebuild. What ``state.json``'s values mean is the owner's
+business: :class:`~remy_retriever.stores.sync.SyncState` reads a wrong type or value as an
+interrupted write, which the next catch-up repairs from Chroma.
 """
 
 from __future__ import annotations
@@ -41,7 +43,6 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from pathlib import Path
 from types import TracebackType
 from typing import Any
 
@@ -51,6 +52,7 @@ from ..errors import IndexLockedError, InvalidInputError, InvalidQueryError, Rem
 from ..filters import Filter
 from ..records import LexicalRecord
 from ..text.analysis import analyze, sanitize
+from .chroma import local_path
 from .files import read_json, stat_signature, write_json_atomic, write_text_atomic
 from .tantivy_schema import (
     DOC_FIELD,
@@ -132,7 +134,7 @@ class LexicalIndex:
         ):
             msg = f"lock_timeout must be a number of seconds >= 0, got {lock_timeout!r}"
             raise InvalidInputError(msg)
-        self._root = Path(path)
+        self._root = local_path(path, "lexical_path")
         self._index_dir = self._root / _TANTIVY_DIR
         self._meta_file = self._root / _META_FILE
         self._state_file = self._root / _STATE_FILE
@@ -147,6 +149,7 @@ class LexicalIndex:
         self._index: tantivy.Index | None = None
         self._slots: dict[str, int] = {}
         self._signature: tuple[int, int, int] | None = None
+        self._check_writable()
         try:
             self._load()
         except LexicalIndexCorruptError as exc:
@@ -156,6 +159,20 @@ class LexicalIndex:
             self._discard_files()
             self._load()
             self.recovered_from = str(exc)
+
+    def _check_writable(self) -> None:
+        """A read-only index is not damage: say so rather than try to discard it."""
+        paths = [self._root, self._index_dir, self._meta_file, self._state_file]
+        if self._index_dir.is_dir():
+            paths += sorted(self._index_dir.iterdir())
+        blocked = [p for p in paths if p.exists() and not os.access(p, os.R_OK | os.W_OK)]
+        if blocked:
+            msg = (
+                f"the lexical index at {self._root} is read-only for this user "
+                f"({blocked[0]}); remy writes to it even to search (catch-up, repair): "
+                "make it writable (chmod -R u+w) or pass another lexical_path"
+            )
+            raise StoreError(msg)
 
     def _load(self) -> None:
         """Open (creating if needed) the index files; raise LexicalIndexCorruptError when
@@ -555,17 +572,10 @@ class LexicalIndex:
 
     @property
     def state(self) -> dict[str, Any]:
-        """The caller's sidecar state, read from disk (``{}`` if never saved)."""
-        data = read_json(self._state_file)
-        if data is None:
-            return {}
-        if not isinstance(data, dict):
-            msg = (
-                f"{self._state_file} does not hold a JSON object; delete it (the next sync "
-                "then starts from scratch)"
-            )
-            raise StoreError(msg)
-        return data
+        """The caller's sidecar state, read from disk (``{}`` if never saved). A file that
+        is not a JSON object raises :class:`LexicalIndexCorruptError` (rebuild); what the
+        values mean, and whether they make sense, is the caller's to check."""
+        return self._read_state_file()
 
     def save_state(self, state: Mapping[str, Any]) -> None:
         """Atomically replace the sidecar state with ``state`` (JSON-serialisable)."""
