@@ -36,6 +36,7 @@ from .stores.documents import TABLE_SUFFIX, DocumentTable, StoredDocument
 from .stores.lexical import LexicalIndex
 from .stores.locking import LOCK_FILE, WriterLock
 from .stores.sync import DoctorReport, StoreSync
+from .stores.tantivy_schema import check_bm25_statistics
 from .validation import as_list
 
 __all__ = ["DoctorReport", "IngestReport", "Retriever", "StoredDocument"]
@@ -99,13 +100,7 @@ class Retriever:
         bm25_statistics: str = "collection",
     ) -> None:
         check_hnsw(hnsw)  # before anything is opened or created
-        if bm25_statistics not in ("collection", "filter"):
-            msg = (
-                f"bm25_statistics={bm25_statistics!r:.80} is not valid; use 'collection' "
-                "(the default) or 'filter' (BM25 statistics counted inside each search's "
-                "where filter, so one tenant's scores do not depend on other tenants)"
-            )
-            raise InvalidInputError(msg)
+        filter_statistics = check_bm25_statistics(bm25_statistics)
         if client is not None and path is not None:
             msg = f"pass either a path ({path!r}) or a client, not both"
             raise InvalidInputError(msg)
@@ -145,7 +140,7 @@ class Retriever:
         self._sync = StoreSync(
             dense, DocumentTable(calls), lexical_path, lock, lock_timeout=lock_timeout
         )
-        self._sync.lexical.filter_statistics = bm25_statistics == "filter"
+        self._sync.lexical.filter_statistics = filter_statistics
         self._ingestor = Ingestor(self._sync)
         self._pipeline = SearchPipeline(self._sync)
         self.collection = collection

@@ -524,11 +524,8 @@ class LexicalIndex:
             if self.filter_statistics and where is not None:
                 scoped = scoped_idf(searcher, self._schema, self._slots, wanted, where)
                 return {t: scoped[sanitize(t)] for t in dict.fromkeys(terms) if t}
-            return {
-                t: bm25_idf(live, int(searcher.doc_freq(TEXT_FIELD, sanitize(t))) if live else 0)
-                for t in dict.fromkeys(terms)
-                if t
-            }
+            df = {t: int(searcher.doc_freq(TEXT_FIELD, sanitize(t))) if live else 0 for t in terms}
+            return {t: bm25_idf(live, n) for t, n in df.items() if t}
 
     def _searcher(self) -> tantivy.Searcher:
         index = self._open_index()

@@ -278,6 +278,18 @@ def _text_query(schema: tantivy.Schema, weights: Mapping[str, float]) -> tantivy
     return tantivy.Query.boolean_query(clauses)
 
 
+def check_bm25_statistics(value: object) -> bool:
+    """Validate ``Retriever(bm25_statistics=...)``; True for per-filter statistics."""
+    if not isinstance(value, str) or value not in ("collection", "filter"):
+        msg = (
+            f"bm25_statistics={value!r:.80} is not valid; use 'collection' (the default) "
+            "or 'filter' (BM25 statistics counted inside each search's where filter, so "
+            "one tenant's scores do not depend on other tenants' chunks)"
+        )
+        raise InvalidInputError(msg)
+    return value == "filter"
+
+
 def bm25_idf(n_docs: int, df: int) -> float:
     """tantivy's BM25 idf, ``ln(1 + (N - n + 0.5) / (n + 0.5))``."""
     n_docs = max(n_docs, df)
