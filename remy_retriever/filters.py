@@ -242,8 +242,8 @@ def _scalar(key: str, op: str, value: object) -> Scalar:
     if isinstance(value, int):
         if not INT64_MIN <= value <= INT64_MAX:
             msg = (
-                f"{op} for where[{_short(key)}]: {_short(value)} is outside the 64-bit integer "
-                "range (-2**63 to 2**63 - 1) that metadata can hold; use a float or a str"
+                f"{op} for where[{_short(key)}]: {_short(value)} does not fit in 64 bits "
+                "(-2**63 to 2**63 - 1), so no stored metadata can hold it; use a float or a str"
             )
             raise InvalidFilterError(msg)
         return value

@@ -446,8 +446,8 @@ def _check_lexical_value(cid: str, key: object, value: object) -> None:
         and not INT64_MIN <= value <= INT64_MAX
     ):
         msg = (
-            f"LexicalRecord {cid!r}: metadata[{key!r}] = {short_repr(value)} is outside the "
-            "64-bit integer range (-2**63 to 2**63 - 1); store it as a str or a float"
+            f"LexicalRecord {cid!r}: metadata[{key!r}] = {short_repr(value)} does not fit in "
+            "64 bits (-2**63 to 2**63 - 1); store it as a str or a float"
         )
         raise InvalidDocumentError(msg)
 

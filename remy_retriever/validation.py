@@ -60,8 +60,8 @@ def check_storable(doc: Document) -> None:
             and not INT64_MIN <= value <= INT64_MAX
         ):
             msg = (
-                f"Document {doc.id!r}: metadata[{key!r}] = {short_repr(value)} is outside "
-                "the 64-bit integer range (-2**63 to 2**63 - 1); store it as a str or a float"
+                f"Document {doc.id!r}: metadata[{key!r}] = {short_repr(value)} does not fit "
+                "in 64 bits (-2**63 to 2**63 - 1); store it as a str or a float"
             )
             raise InvalidDocumentError(msg)
 
