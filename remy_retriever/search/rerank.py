@@ -75,7 +75,7 @@ def _checked_scores(reranker: Reranker, query: str, texts: list[str]) -> list[fl
     except RemyError:
         raise
     except Exception as exc:
-        msg = f"the reranker {name} failed: {type(exc).__name__}: {short_repr(str(exc), 200)}"
+        msg = f"the reranker {name} failed: {_describe(exc)}; fix its score() method"
         raise InvalidInputError(msg) from exc
     if isinstance(raw, (str, bytes, dict)) or not isinstance(raw, Iterable):
         msg = f"the reranker {name} returned {type(raw).__name__} {short_repr(raw)}; {fix}"
@@ -83,7 +83,7 @@ def _checked_scores(reranker: Reranker, query: str, texts: list[str]) -> list[fl
     try:
         values = list(itertools.islice(raw, len(texts) + 1))
     except Exception as exc:  # a generator that fails midway
-        msg = f"the reranker {name} failed while yielding scores: {type(exc).__name__}: {exc}"
+        msg = f"the reranker {name} failed while yielding scores: {_describe(exc)}"
         raise InvalidInputError(msg) from exc
     if len(values) != len(texts):
         count = f"{len(values)}" if len(values) <= len(texts) else f"more than {len(texts)}"
@@ -100,6 +100,14 @@ def _checked_scores(reranker: Reranker, query: str, texts: list[str]) -> list[fl
             raise InvalidInputError(msg)
         out.append(number)
     return out
+
+
+def _describe(exc: Exception) -> str:
+    try:
+        text = " ".join(str(exc).split())
+    except Exception:
+        text = ""
+    return f"{type(exc).__name__}: {text[:200]}" if text else type(exc).__name__
 
 
 def _as_score(value: object) -> float | None:
