@@ -156,6 +156,8 @@ def chunk_text(
       :func:`approximate_token_counter`). A heading path costing more than half of the
       budget is shortened (elements cut with "…", leading elements dropped if needed) so
       that at least half remains for text.
+    - A chunk's text holds at most ``MAX_CHARS_PER_TOKEN * max_tokens`` characters
+      (about 3.5 times what prose needs), even where the tokenizer sees few tokens.
     - ``min_tokens``: when a section is split, a last piece smaller than this (at most a
       quarter of the budget) is merged into the piece before it if they fit together,
       else the cut between them is moved. Sections are never merged with each other, so
