@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -20,9 +21,9 @@ from .embeddings import Embedder, resolve_embedder
 from .errors import InvalidInputError, ServerUnavailableError
 from .filters import parse_where, to_chroma
 from .hits import SearchHit
-from .ingest.files import load_files
+from .ingest.files import DEFAULT_MAX_DOCUMENT_BYTES, load_files
 from .ingest.writer import Ingestor, IngestReport, show_progress
-from .options import SearchOptions, validate_query
+from .options import SearchOptions, check_int, validate_query
 from .records import document_id_of
 from .rerankers import Reranker, resolve_reranker
 from .responses import DocumentSearchResponse
@@ -98,9 +99,11 @@ class Retriever:
         retry: RetryPolicy | None = None,
         hnsw: Mapping[str, int] | None = None,
         bm25_statistics: str = "collection",
+        max_document_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES,
     ) -> None:
         check_hnsw(hnsw)  # before anything is opened or created
         filter_statistics = check_bm25_statistics(bm25_statistics)
+        self.max_document_bytes = check_int("max_document_bytes", max_document_bytes, hi=2**62)
         if client is not None and path is not None:
             msg = f"pass either a path ({path!r}) or a client, not both"
             raise InvalidInputError(msg)
@@ -222,7 +225,9 @@ class Retriever:
     ) -> IngestReport:
         """Add or replace documents. Idempotent: unchanged documents (same content hash)
         are skipped without re-embedding; a changed document replaces its old chunks in
-        both indexes. Each document is written whole or not at all.
+        both indexes. Each document is written whole or not at all. A document whose
+        text is over ``max_document_bytes`` (UTF-8; default 10 MiB, set on the
+        ``Retriever``) raises :class:`InvalidDocumentError` and nothing is written.
 
         ``batch_size``: documents chunked and embedded per step (the progress bar moves
         per step); both indexes are written once 2,048 chunks are ready, and at the end."""
@@ -233,6 +238,7 @@ class Retriever:
             max_tokens=self.max_tokens,
             batch_size=batch_size,
             progress=show,
+            max_bytes=self.max_document_bytes,
         )
 
     def ingest(
@@ -244,9 +250,20 @@ class Retriever:
     ) -> IngestReport:
         """Add every ``.md``/``.markdown``/``.txt``/``.rst`` file under ``path``
         (recursively, or one file). Document ids are the paths relative to ``path``
-        (POSIX style); titles are the first Markdown H1, else the file name. All files
-        are read and validated before anything is written."""
-        return self.add(load_files(path, metadata=metadata), progress=progress)
+        (POSIX style; ``#``, control characters and bytes that are not UTF-8 written as
+        ``%XX``); titles are the first Markdown H1, else the file name. All files are
+        read before anything is written.
+
+        In a folder, each file stands alone: one that cannot be used is left out and
+        listed in the report's ``skipped`` (unsupported type, a symbolic link leaving
+        the folder, not a regular file, over ``max_document_bytes``, not UTF-8, binary)
+        or ``failed`` (could not be read), with the reason, and the rest are added.
+        Links inside the folder are followed, each file read once; FIFOs, devices,
+        sockets and anything under ``/proc``, ``/sys`` or ``/dev`` are never read. A file
+        named directly that cannot be used raises :class:`InvalidDocumentError`."""
+        loaded = load_files(path, metadata=metadata, max_bytes=self.max_document_bytes)
+        report = self.add(loaded.documents, progress=progress)
+        return replace(report, skipped=loaded.skipped, failed=loaded.failed)
 
     def delete(self, document_ids: Sequence[str]) -> int:
         """Delete documents (by document id) from both indexes. Returns chunks removed."""
