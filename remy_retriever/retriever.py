@@ -16,7 +16,7 @@ from typing import Any
 import chromadb
 
 from .documents import Document, validate_document_id
-from .embeddings import Embedder, resolve_embedder
+from .embeddings import Embedder
 from .errors import InvalidInputError, ServerUnavailableError
 from .filters import parse_where, to_chroma
 from .hits import SearchHit
@@ -33,6 +33,7 @@ from .search.pipeline import SearchPipeline
 from .stores.chroma import ChromaCalls, lexical_cache_dir, open_client
 from .stores.dense import DenseStore, check_hnsw
 from .stores.documents import DocumentTable, StoredDocument
+from .stores.identity import prepare_embedder
 from .stores.lexical import LexicalIndex
 from .stores.locking import LOCK_FILE, WriterLock
 from .stores.sync import DoctorReport, StoreSync
@@ -74,6 +75,10 @@ class Retriever:
     Chroma's defaults are 100 / 16 / 100. At 100k chunks ``ef_construction`` 64 built
     1.2x and 32 1.8x as fast as 100 here; recall@10 on real vectors 0.993 (100), 0.992
     (64), 0.985 (32) (benchmarks/README.md, the HNSW profile).
+
+    The collection records its embedder (name, dimension, vectors of a probe text); an
+    embedder that differs is refused (:class:`ModelLoadError`) unless ``reembed=True``,
+    which re-embeds every chunk with it (:mod:`remy_retriever.stores.identity`).
     """
 
     def __init__(
@@ -91,6 +96,7 @@ class Retriever:
         reranker: Reranker | str | None = None,
         retry: RetryPolicy | None = None,
         hnsw: Mapping[str, int] | None = None,
+        reembed: bool = False,
     ) -> None:
         check_hnsw(hnsw)  # before anything is opened or created
         if client is not None and path is not None:
@@ -102,10 +108,13 @@ class Retriever:
                 "[a-zA-Z0-9._-], starting and ending with a letter or digit (e.g. 'docs')"
             )
             raise InvalidInputError(msg)
+        # Loads the model (it is fingerprinted) before anything is opened or created.
+        resolved, identity = prepare_embedder(embedder, reembed=reembed)
         opened = open_client(path, client)
-        resolved = None if embedder is None else resolve_embedder(embedder)
         calls = ChromaCalls(opened.client, collection, server=opened.server, retry=retry)
-        dense = DenseStore(calls, embedder=resolved, create=create, hnsw=hnsw)
+        dense = DenseStore(
+            calls, embedder=resolved, create=create, hnsw=hnsw, identity=identity, reembed=reembed
+        )
         if lexical_path is None:
             if client is None and opened.store_dir is not None:
                 lexical_path = opened.store_dir / "remy_lexical" / collection
@@ -125,6 +134,7 @@ class Retriever:
         self.progress = progress
         self.reranker = resolve_reranker(reranker, None) if reranker is not None else None
         self._max_tokens = max_tokens
+        self._sync.settle_identity()
         # Catches up with other writers; after an interrupted write (dirty flag, writer
         # lock free) makes every document whole first; rebuilds a discarded index.
         self._sync.catch_up()
