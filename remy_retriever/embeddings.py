@@ -285,8 +285,11 @@ class RemyEmbeddingFunction(EmbeddingFunction[Documents]):
     ``chromadb`` after ``import remy_retriever``) embeds with the same model, offline.
     """
 
-    def __init__(self, embedder: Embedder | None = None) -> None:
+    def __init__(self, embedder: Embedder | None = None, *, replacing: bool = False) -> None:
         self.embedder = resolve_embedder(embedder)
+        #: Set by a re-embedding (which has replaced every vector): the recorded config
+        #: may change to this one. Any other change of model is refused.
+        self.replacing = replacing
 
     def __call__(self, input: Documents) -> Embeddings:
         vectors = self.embedder.embed_documents(list(input))
@@ -320,7 +323,7 @@ class RemyEmbeddingFunction(EmbeddingFunction[Documents]):
     def validate_config_update(
         self, old_config: dict[str, Any], new_config: dict[str, Any]
     ) -> None:
-        if old_config != new_config:
+        if old_config != new_config and not self.replacing:
             msg = (
                 f"this collection was embedded with {old_config}, not {new_config}; "
                 "re-embed into a new collection to change the model"

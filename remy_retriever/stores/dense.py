@@ -36,7 +36,7 @@ from ..embeddings import (
     embedder_from_config,
     resolve_embedder,
 )
-from ..errors import CollectionNotFoundError, InvalidInputError, StoreError
+from ..errors import CollectionNotFoundError, InvalidInputError, ModelLoadError, StoreError
 from ..records import EMBEDDER_KEY, EMBEDDER_PENDING_KEY, GENERATION_KEY, Record, pack, unpack
 from .chroma import ChromaCalls, paged
 from .identity import EmbedderIdentity, check_identity, identify, recorded_identity
@@ -301,8 +301,23 @@ class DenseStore:
             part = [cid for cid in part if cid in texts]
             if not part:
                 continue
-            vectors = as_matrix(self.embedder.embed_documents([texts[c] for c in part]), len(part))
+            try:
+                raw = self.embedder.embed_documents([texts[c] for c in part])
+            except Exception as exc:
+                msg = (
+                    f"the embedder {self.identity.name!r} failed while re-embedding "
+                    f"{self.where} ({type(exc).__name__}: {exc}); the collection stays "
+                    "marked as being re-embedded: fix the embedder and open it again with "
+                    "reembed=True"
+                )
+                raise ModelLoadError(msg) from exc
+            vectors = as_matrix(raw, len(part))
             self._write_vectors(part, vectors)
+        ef = RemyEmbeddingFunction(self.embedder, replacing=True)
+        self.calls.call(
+            "record the embedder",
+            lambda: self.collection.modify(configuration={"embedding_function": ef}),
+        )
         done = {EMBEDDER_KEY: target, EMBEDDER_PENDING_KEY: ""}
         self._set_metadata(done, "record the embedder")
         self.reembed_pending = self.unrecorded = False
