@@ -8,6 +8,7 @@ from __future__ import annotations
 import builtins
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 from collections.abc import Iterator, Sequence
@@ -17,6 +18,7 @@ from typing import Any
 import chromadb
 import numpy as np
 import pytest
+from chromadb.api.shared_system_client import SharedSystemClient
 
 from remy_retriever import (
     Document,
@@ -229,14 +231,31 @@ def test_a_damaged_identity_record_is_a_store_error_and_reembed_repairs_it(
 
 def _record_class(path: Path, target: str) -> None:
     """Make the collection at ``path`` record ``target`` as its embedder class, as a
-    store copied from elsewhere could."""
+    store copied from elsewhere could: its configuration edited in Chroma's SQLite file
+    (not through chromadb, which would build the recorded embedder)."""
     with Retriever(path, embedder=TokenHashEmbedder()) as r:
         r.add(DOCS)
-        ef = RemyEmbeddingFunction(TokenHashEmbedder(), replacing=True)
-        ef.get_config = lambda: {"class": target}  # type: ignore[method-assign]
-        r.dense.collection.modify(configuration={"embedding_function": ef})
-    config = chromadb.PersistentClient(str(path)).get_collection("docs").configuration_json
-    assert config["embedding_function"]["config"] == {"class": target}
+    SharedSystemClient.clear_system_cache()
+    recorded = json.dumps(
+        {"class": "remy_reliability_support:TokenHashEmbedder"}, separators=(",", ":")
+    )
+    with sqlite3.connect(path / "chroma.sqlite3") as db:
+        rows = db.execute("SELECT id, config_json_str, schema_str FROM collections").fetchall()
+        for cid, config, schema in rows:
+            config, schema = (
+                None
+                if text is None
+                else text.replace(recorded, json.dumps({"class": target}, separators=(",", ":")))
+                for text in (config, schema)
+            )
+            db.execute(
+                "UPDATE collections SET config_json_str = ?, schema_str = ? WHERE id = ?",
+                (config, schema, cid),
+            )
+    db.close()
+    SharedSystemClient.clear_system_cache()
+    config = chromadb.PersistentClient(str(path)).get_collection("docs", embedding_function=None)
+    assert config.configuration_json["embedding_function"]["config"] == {"class": target}
 
 
 @pytest.fixture
