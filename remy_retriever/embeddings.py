@@ -49,7 +49,9 @@ class Embedder(Protocol):
 
     Optional, used when present: ``max_tokens`` (int) and ``count_tokens(texts) ->
     list[int]`` let the chunker size chunks in the model's own tokens; ``model_id`` (str)
-    is recorded with the collection so that reopening it needs no embedder argument.
+    names it in the identity the collection records (:mod:`.stores.identity`). A
+    collection reopens without ``embedder=`` only with a built-in embedder
+    (:class:`SentenceTransformerEmbedder`): a recorded custom class is never imported.
     """
 
     def embed_documents(self, texts: Sequence[str]) -> Vectors: ...

@@ -132,6 +132,21 @@ def test_fake_embedders_of_equal_dimension_are_told_apart(tmp_path: Path) -> Non
         Retriever(tmp_path / "db", embedder=TokenHashEmbedder(dim=64))
 
 
+@pytest.mark.server
+def test_a_server_collection_refuses_another_model(tmp_path: Path, http_client: Any) -> None:
+    name = f"ident-{os.getpid()}-{tmp_path.name[-20:]}".replace("_", "-")
+    kwargs: dict[str, Any] = {"client": http_client, "collection": name}
+    with Retriever(embedder=TokenHashEmbedder(), lexical_path=tmp_path / "lex", **kwargs) as r:
+        r.add(DOCS)
+    with pytest.raises(ModelLoadError, match="'test/token-hash'.*not with 'test/salted-hash'"):
+        Retriever(embedder=SaltedHashEmbedder(), lexical_path=tmp_path / "lex", **kwargs)
+    Retriever(
+        embedder=SaltedHashEmbedder(), lexical_path=tmp_path / "lex", reembed=True, **kwargs
+    ).close()
+    with Retriever(embedder=SaltedHashEmbedder(), lexical_path=tmp_path / "lex", **kwargs) as r:
+        assert r.search("brew mac", mode="semantic", k=1)[0].id.startswith("mac")
+
+
 def test_a_store_from_before_identities_records_one_on_first_open(tmp_path: Path) -> None:
     with Retriever(tmp_path / "db", embedder=TokenHashEmbedder()) as r:
         r.add(DOCS)
