@@ -236,8 +236,13 @@ class DenseStore:
     def _check(self, metadata: Mapping[str, Any] | None, reembed: bool) -> None:
         """Refuse an embedder other than the recorded one, unless re-embedding."""
         assert self.identity is not None
-        if reembed:
-            self.reembed_pending = True
+        if reembed:  # needed unless the record says this very model, complete
+            try:
+                recorded, pending = recorded_identity(metadata, where=self.where)
+            except StoreError:  # a damaged record: re-embedding rewrites it
+                recorded = pending = None
+            done = pending is None and recorded is not None and recorded.matches(self.identity)
+            self.reembed_pending = not done
             return
         recorded, pending = recorded_identity(metadata, where=self.where)
         check_identity(recorded, pending, self.identity, where=self.where)

@@ -188,11 +188,15 @@ class StoreSync:
         if self.dense.reembed_pending:
             with self.writing(), self.change():
                 self.dense.reembed_all()
-        elif self.dense.unrecorded and self.write_lock.acquire(blocking=False):
+        elif self.dense.unrecorded:
             try:
-                self.dense.record_identity()
-            finally:
-                self.write_lock.release()
+                if self.write_lock.acquire(blocking=False):
+                    try:
+                        self.dense.record_identity()
+                    finally:
+                        self.write_lock.release()
+            except StoreError as exc:  # e.g. a read-only store: opening it still works
+                _log.warning("cannot record the embedder of %s: %s", self.dense.where, exc)
 
     def repair_if_interrupted(self) -> None:
         """Call holding the write lock, before writing. Reloads this process's view of an
