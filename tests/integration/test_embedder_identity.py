@@ -51,8 +51,8 @@ class SaltedHashEmbedder(TokenHashEmbedder):
         return super()._word("salt:" + word)
 
 
-class FailingEmbedder(TokenHashEmbedder):
-    """TokenHashEmbedder that embeds one text (the probe, so it opens) but fails on a
+class FailingEmbedder(SaltedHashEmbedder):
+    """SaltedHashEmbedder that embeds one text (the probe, so it opens) but fails on a
     batch."""
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
@@ -126,6 +126,10 @@ def test_fake_embedders_of_equal_dimension_are_told_apart(tmp_path: Path) -> Non
     with Retriever(tmp_path / "db", embedder=TokenHashEmbedder()) as r:
         r.add(DOCS)
     Retriever(tmp_path / "db", embedder=TokenHashEmbedder()).close()  # same: fine
+    with Retriever(tmp_path / "db", embedder=TokenHashEmbedder()) as r:
+        generation = r.dense.generation()
+    with Retriever(tmp_path / "db", embedder=TokenHashEmbedder(), reembed=True) as r:
+        assert r.dense.generation() == generation, "re-embedding to the same model is a no-op"
     with pytest.raises(ModelLoadError, match="'test/token-hash'.*not with 'test/salted-hash'"):
         Retriever(tmp_path / "db", embedder=SaltedHashEmbedder())
     with pytest.raises(ModelLoadError, match="dimensions differ"):
