@@ -249,6 +249,10 @@ def test_a_damaged_identity_record_is_a_store_error_and_reembed_repairs_it(
 
 
 def _record_class(path: Path, target: str) -> None:
+    _record_config(path, {"class": target})
+
+
+def _record_config(path: Path, recorded_config: dict[str, Any]) -> None:
     """Make the collection at ``path`` record ``target`` as its embedder class, as a
     store copied from elsewhere could: its configuration edited in Chroma's SQLite file
     (not through chromadb, which would build the recorded embedder)."""
@@ -264,7 +268,7 @@ def _record_class(path: Path, target: str) -> None:
             config, schema = (
                 None
                 if text is None
-                else text.replace(recorded, json.dumps({"class": target}, separators=(",", ":")))
+                else text.replace(recorded, json.dumps(recorded_config, separators=(",", ":")))
                 for text in (config, schema)
             )
             db.execute(
@@ -274,7 +278,7 @@ def _record_class(path: Path, target: str) -> None:
     db.close()
     SharedSystemClient.clear_system_cache()
     config = chromadb.PersistentClient(str(path)).get_collection("docs", embedding_function=None)
-    assert config.configuration_json["embedding_function"]["config"] == {"class": target}
+    assert config.configuration_json["embedding_function"]["config"] == recorded_config
 
 
 @pytest.fixture
@@ -311,6 +315,19 @@ def test_a_recorded_class_is_never_imported(tmp_path: Path, canary: Path, target
     # With an explicit embedder the store opens and searches.
     with Retriever(tmp_path / "db", embedder=TokenHashEmbedder()) as r:
         assert r.search("brew mac", mode="hybrid", k=1)[0].id.startswith("mac")
+
+
+def test_a_recorded_model_directory_naming_foreign_code_is_refused(
+    tmp_path: Path, canary: Path
+) -> None:
+    """sentence-transformers before 6.0 imported any class a local modules.json named."""
+    model = tmp_path / "shipped-model"
+    model.mkdir()
+    modules = [{"idx": 0, "name": "0", "path": "", "type": "remy_canary_mod.Boom"}]
+    (model / "modules.json").write_text(json.dumps(modules), encoding="utf-8")
+    _record_config(tmp_path / "db", {"model": str(model)})
+    with pytest.raises(ModelLoadError, match="names code outside sentence-transformers"):
+        Retriever(tmp_path / "db")
 
 
 @pytest.mark.slow
