@@ -30,13 +30,14 @@ from .retry import RetryPolicy
 from .search.calibration import ScoredHit
 from .search.documents import search_documents
 from .search.pipeline import SearchPipeline
-from .stores.chroma import ChromaCalls, lexical_cache_dir, open_client
+from .stores.chroma import ChromaCalls, lexical_cache_dir, local_path, open_client
 from .stores.dense import DenseStore, check_hnsw
-from .stores.documents import DocumentTable, StoredDocument
+from .stores.documents import TABLE_SUFFIX, DocumentTable, StoredDocument
 from .stores.identity import prepare_embedder
 from .stores.lexical import LexicalIndex
 from .stores.locking import LOCK_FILE, WriterLock
 from .stores.sync import DoctorReport, StoreSync
+from .stores.tantivy_schema import check_bm25_statistics
 from .validation import as_list
 
 __all__ = ["DoctorReport", "IngestReport", "Retriever", "StoredDocument"]
@@ -70,15 +71,19 @@ class Retriever:
     retrievers writing to one server see each other's writes: the lexical index catches
     up before a lexical or hybrid search (:mod:`remy_retriever.stores.sync`).
 
+    ``bm25_statistics="filter"``: BM25 statistics (N and document frequencies) counted
+    inside each search's ``where`` rather than over the collection, so a tenant's lexical
+    scores do not reveal which terms other tenants hold (SECURITY.md; a few count
+    queries per search).
+
     HNSW settings: ``hnsw={"ef_construction": 64, "max_neighbors": 16, "ef_search": 100}``
     (any subset) applies to a collection created now; an existing one must match.
     Chroma's defaults are 100 / 16 / 100. At 100k chunks ``ef_construction`` 64 built
     1.2x and 32 1.8x as fast as 100 here; recall@10 on real vectors 0.993 (100), 0.992
     (64), 0.985 (32) (benchmarks/README.md, the HNSW profile).
 
-    The collection records its embedder (name, dimension, vectors of a probe text); an
-    embedder that differs is refused (:class:`ModelLoadError`) unless ``reembed=True``,
-    which re-embeds every chunk with it (:mod:`remy_retriever.stores.identity`).
+    ``reembed=True`` re-embeds every chunk with ``embedder``; without it, a model other
+    than the one the collection records is refused (:mod:`remy_retriever.stores.identity`).
     """
 
     def __init__(
@@ -96,9 +101,11 @@ class Retriever:
         reranker: Reranker | str | None = None,
         retry: RetryPolicy | None = None,
         hnsw: Mapping[str, int] | None = None,
+        bm25_statistics: str = "collection",
         reembed: bool = False,
     ) -> None:
         check_hnsw(hnsw)  # before anything is opened or created
+        filter_statistics = check_bm25_statistics(bm25_statistics)
         if client is not None and path is not None:
             msg = f"pass either a path ({path!r}) or a client, not both"
             raise InvalidInputError(msg)
@@ -108,13 +115,24 @@ class Retriever:
                 "[a-zA-Z0-9._-], starting and ending with a letter or digit (e.g. 'docs')"
             )
             raise InvalidInputError(msg)
-        # Loads the model (it is fingerprinted) before anything is opened or created.
-        resolved, identity = prepare_embedder(embedder, reembed=reembed)
-        opened = open_client(path, client)
+        if collection.endswith(TABLE_SUFFIX):
+            msg = (
+                f"collection name {collection!r} ends in {TABLE_SUFFIX!r}, which is reserved "
+                "for remy's document tables; pick a name without that ending"
+            )
+            raise InvalidInputError(msg)
+        if lexical_path is not None:
+            lexical_path = local_path(lexical_path, "lexical_path")
+        elif client is None and len(collection) > 255:  # the lexical index's directory name
+            msg = (
+                f"collection name {collection[:40]!r}... has {len(collection)} characters; in "
+                "an embedded store at most 255, unless you pass lexical_path=..."
+            )
+            raise InvalidInputError(msg)
+        prepared = prepare_embedder(embedder, reembed=reembed)  # loads the model first
+        opened = open_client(path, client, create=create)
         calls = ChromaCalls(opened.client, collection, server=opened.server, retry=retry)
-        dense = DenseStore(
-            calls, embedder=resolved, create=create, hnsw=hnsw, identity=identity, reembed=reembed
-        )
+        dense = DenseStore(calls, prepared, create=create, hnsw=hnsw)
         if lexical_path is None:
             if client is None and opened.store_dir is not None:
                 lexical_path = opened.store_dir / "remy_lexical" / collection
@@ -127,6 +145,7 @@ class Retriever:
         self._sync = StoreSync(
             dense, DocumentTable(calls), lexical_path, lock, lock_timeout=lock_timeout
         )
+        self._sync.lexical.filter_statistics = filter_statistics
         self._ingestor = Ingestor(self._sync)
         self._pipeline = SearchPipeline(self._sync)
         self.collection = collection

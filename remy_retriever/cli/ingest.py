@@ -5,8 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ..ingest.files import load_files
-from ..retriever import Retriever
-from .common import add_store_flags
+from .common import add_store_flags, open_retriever
 
 __all__ = ["add_parser", "run"]
 
@@ -24,7 +23,7 @@ def run(args: argparse.Namespace) -> int:
     """Read every path (all files are read and checked before anything is written), add
     the documents, print what changed."""
     docs = [doc for path in args.paths for doc in load_files(path)]
-    with Retriever(args.db, collection=args.collection) as r:
+    with open_retriever(args, create=True) as r:
         report = r.add(docs, progress=args.progress)
         print(
             f"added {len(report.added)}, updated {len(report.updated)}, unchanged "

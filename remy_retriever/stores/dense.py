@@ -39,7 +39,13 @@ from ..embeddings import (
 from ..errors import CollectionNotFoundError, InvalidInputError, ModelLoadError, StoreError
 from ..records import EMBEDDER_KEY, EMBEDDER_PENDING_KEY, GENERATION_KEY, Record, pack, unpack
 from .chroma import ChromaCalls, paged
-from .identity import EmbedderIdentity, check_identity, identify, recorded_identity
+from .identity import (
+    EmbedderIdentity,
+    PreparedEmbedder,
+    check_identity,
+    identify,
+    recorded_identity,
+)
 
 __all__ = ["HNSW_KEYS", "DenseStore", "check_hnsw"]
 
@@ -84,20 +90,18 @@ class DenseStore:
     """One Chroma collection in cosine space, created with our registered embedding
     function so that reopening it (also through plain ``chromadb``) embeds alike.
 
-    Opening checks the embedder against the identity the collection records
-    (:mod:`.identity`) and refuses another model. ``identity``: the embedder's, when the
-    caller computed it already. ``reembed=True`` accepts another model: the owner then
-    calls :meth:`reembed_all` under the writer lock (:attr:`reembed_pending`)."""
+    Opening checks the embedder (``prepared``, see :func:`.identity.prepare_embedder`)
+    against the identity the collection records and refuses another model, unless
+    ``prepared.reembed``: the owner then calls :meth:`reembed_all` under the writer lock
+    (:attr:`reembed_pending`)."""
 
     def __init__(
         self,
         calls: ChromaCalls,
+        prepared: PreparedEmbedder,
         *,
-        embedder: Embedder | None,
         create: bool,
         hnsw: Mapping[str, int] | None = None,
-        identity: EmbedderIdentity | None = None,
-        reembed: bool = False,
     ) -> None:
         hnsw = check_hnsw(hnsw)
         self.calls = calls
@@ -107,9 +111,10 @@ class DenseStore:
         self.where = f"collection {self.name!r} on {self.server}"
         #: The embedder's identity; whether the collection lacks a record of it (made
         #: before identities were recorded), or must be re-embedded to it.
-        self.identity: EmbedderIdentity | None = identity
+        self.identity: EmbedderIdentity | None = prepared.identity
         self.unrecorded = False
         self.reembed_pending = False
+        embedder, reembed = prepared.embedder, prepared.reembed
         self.collection = calls.call(
             "open the collection", lambda: self._open(embedder, create, hnsw, reembed)
         )
@@ -353,7 +358,6 @@ class DenseStore:
 
     def bump_generation(self) -> str:
         token = uuid.uuid4().hex
-
         self._set_metadata({GENERATION_KEY: token}, "update the collection generation")
         self._generation_read = (token, time.monotonic())
         if self._system is not None:  # our own write: our view reflects it

@@ -33,6 +33,7 @@ __all__ = [
     "MATCH_COSINE",
     "PROBE",
     "EmbedderIdentity",
+    "PreparedEmbedder",
     "check_identity",
     "identify",
     "prepare_embedder",
@@ -153,12 +154,20 @@ def identify(embedder: Embedder) -> EmbedderIdentity:
     )
 
 
-def prepare_embedder(
-    embedder: Embedder | str | None, *, reembed: bool
-) -> tuple[Embedder | None, EmbedderIdentity | None]:
+@dataclass(frozen=True)
+class PreparedEmbedder:
+    """``embedder=`` resolved, with its identity (both ``None`` for ``embedder=None``:
+    the collection's record decides), and whether to re-embed the collection with it."""
+
+    embedder: Embedder | None = None
+    identity: EmbedderIdentity | None = None
+    reembed: bool = False
+
+
+def prepare_embedder(embedder: Embedder | str | None, *, reembed: bool) -> PreparedEmbedder:
     """Check ``embedder=`` and ``reembed=``, and load and fingerprint an explicit
     embedder: all before a store is opened, so that a model that cannot load creates
-    nothing. ``(None, None)`` for ``embedder=None`` (the collection's record decides)."""
+    nothing."""
     if not isinstance(reembed, bool):
         msg = f"reembed must be True or False, got {type(reembed).__name__} {reembed!r:.80}"
         raise InvalidInputError(msg)
@@ -166,9 +175,9 @@ def prepare_embedder(
         if reembed:
             msg = "reembed=True needs the new model: pass embedder=... with it"
             raise InvalidInputError(msg)
-        return None, None
+        return PreparedEmbedder()
     resolved = resolve_embedder(embedder)
-    return resolved, identify(resolved)
+    return PreparedEmbedder(resolved, identify(resolved), reembed)
 
 
 def recorded_identity(
