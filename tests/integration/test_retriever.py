@@ -158,9 +158,13 @@ def test_bad_collection_name(tmp_path: Path) -> None:
         Retriever(tmp_path / "db", collection="a b")
 
 
-def test_missing_collection(tmp_path: Path) -> None:
-    with pytest.raises(CollectionNotFoundError, match="'nope' does not exist"):
+def test_missing_collection(tmp_path: Path, embedder: Any) -> None:
+    with pytest.raises(CollectionNotFoundError, match="no remy store at"):
         Retriever(tmp_path / "db", collection="nope", create=False)
+    assert not (tmp_path / "db").exists()
+    Retriever(tmp_path / "db", collection="docs", embedder=embedder).close()
+    with pytest.raises(CollectionNotFoundError, match="'nope'"):
+        Retriever(tmp_path / "db", collection="nope", create=False, embedder=embedder)
 
 
 def test_model_that_cannot_load_offline(tmp_path: Path) -> None:
