@@ -6,7 +6,8 @@ prints one JSON line with what it did and every error it met (it never raises):
 python stress_worker.py STORE EMBEDDER GO write SECONDS       -- add, update and delete
     documents for SECONDS
 python stress_worker.py STORE EMBEDDER GO search SECONDS SEED -- search in every mode,
-    with and without filters, for SECONDS; checks every hit against its filter
+    with and without filters, for SECONDS, opening the store afresh every 2 s; checks
+    every hit against its filter
 python stress_worker.py STORE EMBEDDER GO fair NAME N HOLD LOG -- N one-document adds,
     each holding the writer lock at least HOLD seconds; appends "NAME wait I" to LOG when
     add I asks for the lock and "NAME got I" once it holds it (lock_timeout 60 s)
@@ -23,7 +24,7 @@ import sys
 import time
 import traceback
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +38,8 @@ from remy_retriever import Document, Retriever
 
 COLLECTION = "stress-kb"
 TENANTS = ("acme", "globex", "initech")
+#: Searchers open the store afresh this often (seconds).
+REOPEN_EVERY = 2.0
 _TEXT = ZipfText(size=3000, seed=11)
 
 
@@ -111,7 +114,9 @@ def write(r: Retriever, seconds: float) -> dict[str, Any]:
     return {"ops": dict(ops), "errors": dict(errors), "documents": len(alive)}
 
 
-def _filters(pick: random.Random) -> tuple[dict[str, Any] | None, Callable[[dict[str, Any]], bool]]:
+def _filters(
+    pick: random.Random,
+) -> tuple[dict[str, Any] | None, Callable[[Mapping[str, Any]], bool]]:
     tenant = pick.choice(TENANTS)
     year = pick.randint(2000, 2024)
     choice = pick.randrange(5)
@@ -130,14 +135,29 @@ def _filters(pick: random.Random) -> tuple[dict[str, Any] | None, Callable[[dict
     )
 
 
-def search(r: Retriever, seconds: float, seed: int) -> dict[str, Any]:
+def search(
+    r: Retriever, seconds: float, seed: int, reopen: Callable[[], Retriever]
+) -> dict[str, Any]:
+    """Searches until ``seconds`` are up; every :data:`REOPEN_EVERY` seconds it also
+    opens the store afresh (opening while another process writes must work too)."""
     pick = random.Random(seed)
     rng = np.random.default_rng(seed)
     done: Counter[str] = Counter()
     errors: Counter[str] = Counter()
     hits_seen = 0
+    opens = 0
     end = time.monotonic() + seconds
+    opened_at = time.monotonic()
     while time.monotonic() < end:
+        if time.monotonic() - opened_at > REOPEN_EVERY:
+            opened_at = time.monotonic()
+            try:
+                fresh = reopen()
+            except Exception as exc:
+                errors[f"open: {_describe(exc)}"] += 1
+            else:
+                r.close()
+                r, opens = fresh, opens + 1
         mode = MODES[pick.randrange(3)]
         where, keep = _filters(pick)
         query = pick.choice(
@@ -146,7 +166,7 @@ def search(r: Retriever, seconds: float, seed: int) -> dict[str, Any]:
         try:
             hits = r.search(
                 query,
-                mode=mode,  # type: ignore[arg-type]
+                mode=mode,
                 k=pick.choice([3, 10]),
                 where=where,
                 explain=pick.random() < 0.2,
@@ -163,7 +183,8 @@ def search(r: Retriever, seconds: float, seed: int) -> dict[str, Any]:
                 errors[f"{mode}: hit {hit.id} {hit.metadata} breaks filter {where}"] += 1
             if not hit.text or not hit.citation.document_id.startswith("doc"):
                 errors[f"{mode}: malformed hit {hit.id}"] += 1
-    return {"searches": dict(done), "hits": hits_seen, "errors": dict(errors)}
+    r.close()
+    return {"searches": dict(done), "hits": hits_seen, "opens": opens, "errors": dict(errors)}
 
 
 class Holding(TokenHashEmbedder):
@@ -221,13 +242,17 @@ def main(argv: list[str]) -> None:
         else:
             r = open_store(store, embedder)
         _wait_for(go)
-        if mode == "write":
-            report = write(r, float(argv[4]))
-        elif mode == "search":
-            report = search(r, float(argv[4]), int(argv[5]))
+        if mode == "search":  # closes the store it ends with
+            shared = r.embedder  # loaded once, also for the stores it opens afresh
+            fresh = lambda: Retriever(store, collection=COLLECTION, embedder=shared)  # noqa: E731
+            report = search(r, float(argv[4]), int(argv[5]), fresh)
         else:
-            report = fair(r, argv[4], int(argv[5]), Path(argv[7]), current)
-        r.close()
+            report = (
+                write(r, float(argv[4]))
+                if mode == "write"
+                else fair(r, argv[4], int(argv[5]), Path(argv[7]), current)
+            )
+            r.close()
     except Exception as exc:
         report = {"errors": {f"worker failed: {_describe(exc)}": 1}}
         traceback.print_exc()

@@ -1,6 +1,6 @@
 """Acceptance: one process writes (add, update, delete) while two others search in every
-mode, with and without filters, against the same embedded store. Every process counts
-its errors of every kind; the target is none.
+mode, with and without filters, against the same embedded store, and open it afresh every
+2 s. Every process counts its errors of every kind; the target is none.
 
 ``REMY_STRESS_SECONDS`` sets the duration (default 60). ``REMY_STRESS_EMBEDDER=minilm``
 runs it with the real model instead of the fake TokenHashEmbedder. Run with ``-s`` to
@@ -81,6 +81,7 @@ def test_one_writer_and_two_searcher_processes_see_no_errors(tmp_path: Path) -> 
         assert set(done) == set(MODES), (name, done)
         assert min(done.values()) >= 5 and sum(done.values()) >= SECONDS / 2, (name, done)
         assert reports[name]["hits"] > 0, (name, reports[name])
+        assert reports[name]["opens"] >= SECONDS // 10, (name, reports[name])
     # And the store is whole afterwards.
     with open_store(str(store), EMBEDDER) as r:
         check_indexes_agree(r)
