@@ -12,7 +12,13 @@ are lost; counts and ``get`` still show them). :meth:`DenseStore.ensure_fresh` g
 against both: when the collection's generation token (bumped by every remy writer) is
 not one this process's copy is known to reflect, it reloads the copy from disk -- before
 every write (the caller holds the store's writer lock), and before reads at most once a
-second and only while nobody writes.
+second and never while another thread of this process writes.
+
+Until it reloads, a read can also fail outright: Chroma answers a filtered vector query
+from the shared metadata (already holding the other process's new ids) and this
+process's stale vector index ("Error finding id"), and a reload that coincides with the
+other process rewriting its index files can fail to load them ("Error creating hnsw
+segment reader"). Reads that fail so reload and retry (:data:`STALE_READ_DELAYS`).
 """
 
 from __future__ import annotations
@@ -21,8 +27,9 @@ import threading
 import time
 import uuid
 import weakref
-from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import nullcontext
+from typing import Any, TypeVar
 
 import numpy as np
 from chromadb.api.shared_system_client import SharedSystemClient
@@ -47,7 +54,9 @@ from .identity import (
     recorded_identity,
 )
 
-__all__ = ["HNSW_KEYS", "DenseStore", "check_hnsw"]
+__all__ = ["HNSW_KEYS", "STALE_READ_DELAYS", "STALE_VIEW_ERRORS", "DenseStore", "check_hnsw"]
+
+T = TypeVar("T")
 
 #: HNSW settings a new collection accepts (Chroma's defaults: 100, 16, 100).
 HNSW_KEYS = ("ef_construction", "max_neighbors", "ef_search")
@@ -84,6 +93,16 @@ _RELOAD_LOCK = threading.Lock()
 READ_RELOAD_INTERVAL = 1.0
 #: A read's freshness check reuses a generation read this recently (seconds).
 GENERATION_MAX_AGE = 0.1
+#: Chroma's errors when this process's embedded view lags another process's writes.
+STALE_VIEW_ERRORS = (
+    "Error finding id",
+    "Error creating hnsw segment reader",
+    "Error loading hnsw index",
+    "Nothing found on disk",
+)
+#: A read that fails with one of them reloads the view and tries again after each of
+#: these pauses (seconds; about 3 s in all), then raises StoreError.
+STALE_READ_DELAYS = (0.0, 0.02, 0.05, 0.1, 0.2, 0.4, 0.8, 1.6)
 
 
 class DenseStore:
@@ -124,7 +143,7 @@ class DenseStore:
         self._reloaded_at = 0.0
         self._generation_read: tuple[str, float] | None = None
         #: The store's writer lock (set by the owner). A read never reloads the view
-        #: while anyone writes: an in-flight write could be missed by the new view.
+        #: while another thread of this process writes through it.
         self.write_lock: Any = None
         if self._embedded and self._system is not None and _created_for(self.client, self._system):
             # A system created just now for this client has loaded nothing stale yet.
@@ -137,11 +156,13 @@ class DenseStore:
         collection changed since the view was loaded (see the module docstring).
 
         ``write=True`` (call holding the writer lock, before writing): always check.
-        Reads reload at most every :data:`READ_RELOAD_INTERVAL` seconds, and only while
-        nobody holds :attr:`write_lock` (a reload must not miss an in-flight write).
-        ``force``: reload even if the generation matches (an interrupted write changes
-        data without a new generation). Returns True if it reloaded. No-op for servers
-        and in-memory stores."""
+        Reads reload at most every :data:`READ_RELOAD_INTERVAL` seconds, and never while
+        another thread of this process writes (restarting the view under its write
+        could lose it). Another process's write in progress does not stop a reload: its
+        new generation comes after its data, so a view loaded mid-write is reloaded again
+        once the write is done. ``force``: reload even if the generation matches (an
+        interrupted write changes data without a new generation). Returns True if it
+        reloaded. No-op for servers and in-memory stores."""
         if not self._embedded:
             return False
         # A read may reuse the generation its search read a moment ago (lexical catch-up).
@@ -151,15 +172,48 @@ class DenseStore:
                 return False
             if not write and time.monotonic() - self._reloaded_at < READ_RELOAD_INTERVAL:
                 return False
-        lock = None if write else self.write_lock
-        if lock is not None and not lock.acquire(blocking=False):
-            return False  # someone is writing: reload on a later read
-        try:
+        if write:
             self.calls.call("reload the embedded store", lambda: self._reload(generation, force))
-        finally:
-            if lock is not None:
-                lock.release()
+            return True
+        return self._reload_for_read(generation, force)
+
+    def _reload_for_read(self, generation: str, force: bool) -> bool:
+        lock = self.write_lock
+        quiet = lock.no_local_writer() if lock is not None else nullcontext(True)
+        with quiet as free:
+            if not free:
+                return False  # this process is writing: reload on a later read
+            self.calls.call("reload the embedded store", lambda: self._reload(generation, force))
         return True
+
+    def _read(self, what: str, fn: Callable[[], T]) -> T:
+        """Run a Chroma read; when it fails because this process's embedded view lags
+        another process's writes (:data:`STALE_VIEW_ERRORS`), reload the view and retry
+        after each of :data:`STALE_READ_DELAYS`, then raise :class:`StoreError`."""
+        began = time.monotonic()
+        delays = iter(STALE_READ_DELAYS)
+        while True:
+            failed_at = time.monotonic()
+            try:
+                return self.calls.call(what, fn)
+            except StoreError as exc:
+                cause = f"{exc.__cause__ or exc}"
+                if not self._embedded or not any(e in cause for e in STALE_VIEW_ERRORS):
+                    raise
+                delay = next(delays, None)
+                if delay is None:
+                    msg = (
+                        f"cannot {what} in Chroma collection {self.name!r}: this process's "
+                        f"view of {self.server} stayed behind another process's writes "
+                        f"after {len(STALE_READ_DELAYS)} reloads in "
+                        f"{time.monotonic() - began:.1f} s (Chroma: {cause}); retry, or "
+                        "serve processes that write while others read from a `chroma run` "
+                        "server"
+                    )
+                    raise StoreError(msg) from exc
+            time.sleep(delay)
+            if self._reloaded_at < failed_at:  # else another thread just reloaded it
+                self._reload_for_read(self.generation(), True)
 
     def _reload(self, generation: str, force: bool) -> None:
         # Restarting the client's Rust bindings drops the in-memory indexes; they reload
@@ -400,7 +454,7 @@ class DenseStore:
         if n <= 0:
             return []
         self.ensure_fresh()
-        result = self.calls.call(
+        result = self._read(
             "search",
             lambda: self.collection.query(
                 query_embeddings=[embedding],
@@ -426,7 +480,7 @@ class DenseStore:
         include = ["metadatas"] if documents or metadatas else []
         if ids is not None and not ids:
             return []
-        result = self.calls.call(
+        result = self._read(
             "read chunks",
             lambda: self.collection.get(
                 ids=list(ids) if ids is not None else None,

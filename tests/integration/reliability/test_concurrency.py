@@ -1,5 +1,6 @@
 """Concurrency: searches in every mode while one thread ingests and deletes; a second
-writer process on the same embedded store; readers while another process writes."""
+writer process on the same embedded store; readers while another process writes; writer
+processes served in turn."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from remy_reliability_support import (
     MODES,
@@ -22,8 +24,11 @@ from remy_reliability_support import (
     doc_ids,
 )
 from store_worker import COLLECTION, bulk_documents
+from stress_worker import make_document, open_store
 
-from remy_retriever import Document, IndexLockedError, Retriever
+from remy_retriever import Document, IndexLockedError, Retriever, StoreError
+from remy_retriever.stores.dense import STALE_READ_DELAYS
+from remy_retriever.stores.locking import QUEUE_SUFFIX, WriterLock
 
 WORKER = Path(__file__).resolve().parent / "store_worker.py"
 SECONDS = 30.0
@@ -219,3 +224,188 @@ def test_a_stale_process_does_not_clobber_another_processes_vectors(tmp_path: Pa
     assert "theirs7" in doc_ids(r.search("uniquetheirs7", mode="semantic", k=3))
     check_vectors_complete(r)
     r.close()
+
+
+# -- reading while another process writes ----------------------------------------------
+
+
+@pytest.mark.timeout(300)
+def test_filtered_searches_succeed_while_another_process_writes(tmp_path: Path) -> None:
+    """The issue: while another process wrote, this process's semantic and hybrid
+    searches failed with "Error finding id" (Chroma answers a filtered query from the
+    shared metadata, which already names the new chunks, and from this process's vector
+    index, which does not have them yet). They reload the view and retry instead."""
+    store, go = tmp_path / "db", tmp_path / "go"
+    rng = np.random.default_rng(3)
+    r = open_store(str(store), "fake")
+    r.add([make_document(n, 0, rng) for n in range(1, 21)])
+    writer = subprocess.Popen(
+        [sys.executable, str(STRESS_WORKER), str(store), "fake", str(go), "write", "12"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert writer.stdout is not None and writer.stdout.readline().strip() == "READY"
+    go.touch()
+    errors: list[str] = []
+    searches = 0
+    while writer.poll() is None:
+        for mode in ("semantic", "hybrid"):
+            try:
+                hits = r.search("marker3x report", mode=mode, k=5, where={"tenant": "acme"})
+            except StoreError as exc:
+                errors.append(f"{mode}: {exc}")
+                continue
+            searches += 1
+            assert all(h.metadata["tenant"] == "acme" for h in hits)
+    report = json.loads(_finish(writer).splitlines()[-1])
+    assert report["errors"] == {} and sum(report["ops"].values()) >= 5, report
+    assert not errors, f"{len(errors)} of {len(errors) + searches} failed: {errors[:3]}"
+    assert searches >= 20
+    r.close()
+
+
+def test_a_read_that_stays_stale_fails_after_bounded_retries(tmp_path: Path) -> None:
+    r = _open(tmp_path / "db")
+    calls = []
+
+    def stale() -> None:
+        calls.append(1)
+        msg = "Error executing plan: Internal error: Error finding id"
+        raise RuntimeError(msg)
+
+    def broken() -> None:
+        calls.append(1)
+        msg = "boom"
+        raise RuntimeError(msg)
+
+    with pytest.raises(StoreError, match=r"stayed behind .*`chroma run`") as info:
+        r.dense._read("search", stale)
+    assert "Error finding id" in str(info.value)
+    assert len(calls) == len(STALE_READ_DELAYS) + 1
+    calls.clear()  # any other failure is not retried
+    with pytest.raises(StoreError, match="boom"):
+        r.dense._read("search", broken)
+    assert len(calls) == 1
+    r.close()
+
+
+# -- fairness between writer processes ---------------------------------------------------
+
+STRESS_WORKER = Path(__file__).resolve().parent / "stress_worker.py"
+
+
+@pytest.mark.timeout(300)
+def test_writer_processes_take_the_lock_in_turn(tmp_path: Path) -> None:
+    """Two processes each add one-document batches back to back, each write holding the
+    lock a while. A writer that releases the lock and asks again must queue behind the
+    one already waiting: every write waits for at most one write of the other process
+    (the issue: one process re-took the lock over and over; the other timed out)."""
+    store, go, log = tmp_path / "db", tmp_path / "go", tmp_path / "events"
+    with _open(store) as r:
+        r.add([Document(id="base", text="the baseline document")])
+    n = 8
+    procs = []
+    for name in ("p", "q"):
+        args = [str(store), "fake", str(go), "fair", name, str(n), "0.3", str(log)]
+        proc = subprocess.Popen(
+            [sys.executable, str(STRESS_WORKER), *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        assert proc.stdout is not None
+        assert proc.stdout.readline().strip() == "READY", proc.communicate()[1][-3000:]
+        procs.append(proc)
+    go.touch()
+    for proc in procs:
+        assert json.loads(_finish(proc).splitlines()[-1]) == {"errors": {}}
+    events = [tuple(line.split()) for line in log.read_text().splitlines()]
+    got = [(name, i) for name, event, i in events if event == "got"]
+    assert sorted(got) == sorted((name, str(i)) for name in "pq" for i in range(n)), got
+    waited_behind = []
+    for at, (name, event, i) in enumerate(events):
+        if event != "wait":
+            continue
+        end = events.index((name, "got", i))
+        others = [e for e in events[at:end] if e[1] == "got" and e[0] != name]
+        waited_behind.append(len(others))
+    assert max(waited_behind) <= 1, (waited_behind, events)
+    # The two really competed: most writes had to wait for one of the other's.
+    assert sum(waited_behind) >= n, (waited_behind, events)
+
+
+_LOCKER = """
+import os, sys, time
+from remy_retriever.stores.locking import WriterLock
+lock = WriterLock(sys.argv[1], timeout=120)
+lock.acquire()
+print("HELD", flush=True)
+with open(sys.argv[2], "a") as log:
+    log.write(sys.argv[3] + "\\n")
+while not os.path.exists(sys.argv[4]):
+    time.sleep(0.01)
+lock.release()
+"""
+
+
+def _locker(path: Path, log: Path, name: str, release: Path) -> subprocess.Popen[str]:
+    """A process that takes the writer lock, logs ``name`` and holds the lock until the
+    file ``release`` exists."""
+    return subprocess.Popen(
+        [sys.executable, "-c", _LOCKER, str(path), str(log), name, str(release)],
+        cwd=path.parent,  # not the checkout: import the package the tests run against
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _tickets(path: Path) -> list[str]:
+    queue = path.with_name(path.name + QUEUE_SUFFIX)
+    return sorted(p.name for p in queue.glob("t*")) if queue.exists() else []
+
+
+def _wait_for_tickets(path: Path, count: int) -> None:
+    deadline = time.monotonic() + 60
+    while len(_tickets(path)) < count:
+        assert time.monotonic() < deadline, f"expected {count} queued writers: {_tickets(path)}"
+        time.sleep(0.01)
+
+
+@pytest.mark.timeout(240)
+def test_waiting_writer_processes_are_served_first_come_first_served(tmp_path: Path) -> None:
+    lock_path, log, release = tmp_path / "remy-write.lock", tmp_path / "order", tmp_path / "go"
+    holder = _locker(lock_path, log, "holder", release)
+    assert holder.stdout is not None and holder.stdout.readline().strip() == "HELD"
+    waiters = []
+    for k in range(4):  # each one queued before the next starts
+        waiters.append(_locker(lock_path, log, f"w{k}", release))
+        _wait_for_tickets(lock_path, k + 1)
+    release.touch()
+    for proc in [holder, *waiters]:
+        _finish(proc)
+    assert log.read_text().split() == ["holder", "w0", "w1", "w2", "w3"]
+    assert _tickets(lock_path) == []
+
+
+@pytest.mark.timeout(240)
+def test_a_killed_waiter_or_holder_never_blocks_the_queue(tmp_path: Path) -> None:
+    """Queue tickets are held under flock, so a writer SIGKILLed while waiting (or while
+    holding the lock) leaves nothing that makes the others wait."""
+    lock_path, log, never = tmp_path / "remy-write.lock", tmp_path / "order", tmp_path / "no"
+    holder = _locker(lock_path, log, "holder", never)
+    assert holder.stdout is not None and holder.stdout.readline().strip() == "HELD"
+    doomed = _locker(lock_path, log, "doomed", never)
+    _wait_for_tickets(lock_path, 1)
+    survivor = _locker(lock_path, log, "survivor", tmp_path)
+    _wait_for_tickets(lock_path, 2)
+    for proc in (doomed, holder):
+        proc.kill()
+        proc.wait(timeout=30)
+    _finish(survivor)  # it was behind the dead waiter's ticket and got the lock anyway
+    assert log.read_text().split() == ["holder", "survivor"]
+    assert _tickets(lock_path) == []
+    lock = WriterLock(lock_path, timeout=30)
+    assert lock.acquire(blocking=False)
+    lock.release()
