@@ -165,7 +165,9 @@ class LexicalIndex:
         paths = [self._root, self._index_dir, self._meta_file, self._state_file]
         if self._index_dir.is_dir():
             paths += sorted(self._index_dir.iterdir())
-        blocked = [p for p in paths if p.exists() and not os.access(p, os.R_OK | os.W_OK)]
+        # access() first, exists() second: a file another writer deletes in between is
+        # gone, not read-only.
+        blocked = [p for p in paths if not os.access(p, os.R_OK | os.W_OK) and p.exists()]
         if blocked:
             msg = (
                 f"the lexical index at {self._root} is read-only for this user "
