@@ -133,6 +133,8 @@ class DenseStore:
         self.identity: EmbedderIdentity | None = prepared.identity
         self.unrecorded = False
         self.reembed_pending = False
+        #: The identity record last read and found to match (reads re-check on change).
+        self._identity_seen: tuple[Any, Any] | None = None
         embedder, reembed = prepared.embedder, prepared.reembed
         self.collection = calls.call(
             "open the collection", lambda: self._open(embedder, create, hnsw, reembed)
@@ -404,11 +406,24 @@ class DenseStore:
 
         def read() -> str:
             col = self.client.get_collection(self.name, embedding_function=None)
+            self._check_identity_unchanged(col.metadata or {})
             return str((col.metadata or {}).get(GENERATION_KEY, ""))
 
         value = self.calls.call("read the collection generation", read)
         self._generation_read = (value, time.monotonic())
         return value
+
+    def _check_identity_unchanged(self, meta: Mapping[str, Any]) -> None:
+        """Reads notice another process's re-embedding (this process's query vectors
+        would be compared with another model's): every search reads the generation, and
+        this checks the identity record beside it when that record changed."""
+        raw = (meta.get(EMBEDDER_KEY), meta.get(EMBEDDER_PENDING_KEY))
+        if self.identity is None or self.reembed_pending or raw == self._identity_seen:
+            return
+        recorded, pending = recorded_identity(meta, where=self.where)
+        if recorded is not None or pending is not None:
+            check_identity(recorded, pending, self.identity, where=self.where)
+        self._identity_seen = raw
 
     def bump_generation(self) -> str:
         token = uuid.uuid4().hex

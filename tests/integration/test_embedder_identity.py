@@ -11,6 +11,7 @@ import os
 import sqlite3
 import subprocess
 import sys
+import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,7 @@ from remy_retriever import (
     StoreError,
 )
 from remy_retriever.embeddings import RemyEmbeddingFunction
+from remy_retriever.stores.dense import GENERATION_MAX_AGE
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "reliability"))
 
@@ -174,6 +176,23 @@ def test_a_write_after_another_process_re_embedded_is_refused(tmp_path: Path) ->
         old.add([Document(id="late", text="written with the old model")])
     assert old.count() == count
     old.close()
+
+
+def test_a_search_after_another_retriever_re_embedded_is_refused(tmp_path: Path) -> None:
+    """A long-lived reader must not compare its old model's query vectors with the new
+    model's stored ones."""
+    old = Retriever(tmp_path / "db", embedder=TokenHashEmbedder())
+    old.add(DOCS)
+    assert old.search("install on linux", mode="semantic", k=1)
+    Retriever(tmp_path / "db", embedder=SaltedHashEmbedder(), reembed=True).close()
+    time.sleep(2 * GENERATION_MAX_AGE)  # a search may reuse a generation read this recently
+    for mode in ("semantic", "hybrid", "lexical"):
+        with pytest.raises(ModelLoadError, match="'test/salted-hash'"):
+            old.search("install on linux", mode=mode, k=1)
+    again = Retriever(tmp_path / "db", embedder=SaltedHashEmbedder())
+    assert again.search("install on linux", mode="semantic", k=1)
+    old.close()
+    again.close()
 
 
 # -- re-embedding ----------------------------------------------------------------------
