@@ -291,6 +291,7 @@ class CachedEmbedder:
         self.queries = queries
         self.real_queries = real_queries
         self.fallback = fallback
+        self._model: Any = None
         self.max_tokens = 256
         self._tok = minilm_tokenizer() if tokenizer else None
         if self._tok is None:
@@ -308,15 +309,36 @@ class CachedEmbedder:
         ]
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        if list(texts) == [_probe_text()]:
+            return np.asarray(self._real().embed_documents(texts), dtype=np.float32)
         if self.docs is None:
             return self.fallback(texts)
         return self.docs.lookup_many(list(texts))
 
+    def _real(self) -> Any:
+        """The real model, for the fingerprint remy takes of every embedder on open (the
+        probe text is in no cache; its vectors must be MiniLM's, like the cached ones)."""
+        if self.real_queries is not None:
+            return self.real_queries
+        if self._model is None:
+            from remy_retriever import SentenceTransformerEmbedder
+
+            self._model = SentenceTransformerEmbedder(minilm_path())
+        return self._model
+
     def embed_query(self, text: str) -> np.ndarray:
+        if text == _probe_text():
+            return np.asarray(self._real().embed_query(text), dtype=np.float32)
         if self.real_queries is not None:
             return np.asarray(self.real_queries.embed_query(text), dtype=np.float32)
         assert self.queries is not None
         return self.queries.lookup(text)
+
+
+def _probe_text() -> str:
+    from remy_retriever.stores.identity import PROBE
+
+    return PROBE
 
 
 def minilm_path() -> str:
