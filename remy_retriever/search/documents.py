@@ -31,6 +31,21 @@ __all__ = ["SUMMARY_CHARS", "lead_summary", "search_documents"]
 SUMMARY_CHARS = 300
 #: Most documents one call may return.
 MAX_LIMIT = 1000
+#: The options :func:`search_documents` takes (``limit`` is its ``k``).
+OPTIONS = frozenset(
+    {
+        "limit",
+        "chunk_threshold",
+        "document_threshold",
+        "only_matching_chunks",
+        "include_full_docs",
+        "include_summary",
+        "mode",
+        "rerank",
+        "where",
+        "context_chunks",
+    }
+)
 
 
 def search_documents(
@@ -49,6 +64,7 @@ def search_documents(
     rerank: bool | str | Reranker | None = False,
     where: Mapping[str, Any] | None = None,
     context_chunks: int = 1,
+    **unknown: Any,
 ) -> DocumentSearchResponse:
     """Search and group the chunk hits by document, best document first (what
     ``Retriever.search_documents`` returns; ``default_reranker`` is the retriever's own).
@@ -82,6 +98,10 @@ def search_documents(
     never reranks; ``None`` uses the retriever's own reranker).
     """
     started = time.perf_counter()
+    if unknown:
+        known = sorted(OPTIONS)
+        msg = f"search_documents() got unknown option(s) {sorted(unknown)}; use any of {known}"
+        raise InvalidInputError(msg)
     check_int("limit", limit, hi=MAX_LIMIT)
     check_int("context_chunks", context_chunks, lo=0, hi=MAX_EXPAND)
     _check_threshold("chunk_threshold", chunk_threshold)
