@@ -306,14 +306,21 @@ hostile = st.one_of(
 """Anything at all: the generic value for an argument of any type."""
 
 
+def pick(*weighted: tuple[int, st.SearchStrategy[Any]]) -> st.SearchStrategy[Any]:
+    """One of the strategies, chosen with these weights (``st.one_of`` flattens nested
+    choices, so the many branches of ``hostile`` would crowd out a valid value)."""
+    table = [strategy for weight, strategy in weighted for _ in range(weight)]
+    return st.integers(0, len(table) - 1).flatmap(lambda i: table[i])
+
+
 def either(valid: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
-    """A valid value about half the time, else a hostile one."""
-    return st.one_of(valid, hostile)
+    """A valid value half the time, else a hostile one."""
+    return pick((1, valid), (1, hostile))
 
 
 def mostly(valid: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
-    """A valid value about three times in four, else a hostile one."""
-    return st.one_of(valid, valid, valid, hostile)
+    """A valid value three times in four, else a hostile one."""
+    return pick((3, valid), (1, hostile))
 
 
 @st.composite
@@ -371,27 +378,33 @@ def _where_tree(children: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
     )
 
 
-wheres = st.one_of(
-    st.none(),
-    st.just({"tenant": "a"}),
-    st.just({"$or": [{"tenant": "a"}, {"year": {"$gte": 2005}}]}),
-    st.recursive(filter_values, _where_tree, max_leaves=10),
-    st.sampled_from(
-        [
-            Make("deep_where(100_000)", lambda: deep_where(100_000)),
-            Make("deep_where(5_000, '$or')", lambda: deep_where(5_000, "$or")),
-            Make(
-                "{'tenant': {'$in': list(range(100_000))}}",
-                lambda: {"tenant": {"$in": list(range(100_000))}},
-            ),
-            Make("{'year': {'$in': [1, 2.5]}}", lambda: {"year": {"$in": [1, 2.5]}}),
-            Make("{'#document': 'x'}", lambda: {"#document": "x"}),
-            Make("{'year': -2**63}", lambda: {"year": -(2**63)}),
-            Make("{'year': 2**63}", lambda: {"year": 2**63}),
-            Make("{'score': {'$gt': nan}}", lambda: {"score": {"$gt": math.nan}}),
-        ]
+wheres = pick(
+    (
+        1,
+        st.sampled_from(
+            [None, {"tenant": "a"}, {"$or": [{"tenant": "a"}, {"year": {"$gte": 2005}}]}]
+        ),
     ),
-    hostile,
+    (3, st.recursive(filter_values, _where_tree, max_leaves=10)),
+    (
+        1,
+        st.sampled_from(
+            [
+                Make("deep_where(100_000)", lambda: deep_where(100_000)),
+                Make("deep_where(5_000, '$or')", lambda: deep_where(5_000, "$or")),
+                Make(
+                    "{'tenant': {'$in': list(range(100_000))}}",
+                    lambda: {"tenant": {"$in": list(range(100_000))}},
+                ),
+                Make("{'year': {'$in': [1, 2.5]}}", lambda: {"year": {"$in": [1, 2.5]}}),
+                Make("{'#document': 'x'}", lambda: {"#document": "x"}),
+                Make("{'year': -2**63}", lambda: {"year": -(2**63)}),
+                Make("{'year': 2**63}", lambda: {"year": 2**63}),
+                Make("{'score': {'$gt': nan}}", lambda: {"score": {"$gt": math.nan}}),
+            ]
+        ),
+    ),
+    (1, hostile),
 )
 
 
@@ -523,16 +536,17 @@ class _NotCallableScore:
         return "<object with score=5>"
 
 
-bad_embedders = st.one_of(
-    st.sampled_from(BadEmbedder.KINDS).map(
-        lambda k: Make(f"BadEmbedder({k!r})", lambda k=k: BadEmbedder(k))
+bad_embedders = pick(
+    (
+        3,
+        st.sampled_from(BadEmbedder.KINDS).map(
+            lambda k: Make(f"BadEmbedder({k!r})", lambda k=k: BadEmbedder(k))
+        ),
     ),
-    st.sampled_from(
-        ["", "not-a-model", "/dev/null", "/nonexistent/model", "../../etc", "os:abort"]
-    ),
+    (1, st.sampled_from(["", "not-a-model", "/dev/null", "/nonexistent/model", "os:abort"])),
 )
-rerankers = st.one_of(
-    st.sampled_from(BadReranker.KINDS).map(BadReranker),
-    st.just(_NotCallableScore()),
-    st.sampled_from(["", "not-a-model", "/dev/null", "x" * 300]),
+rerankers = pick(
+    (4, st.sampled_from(BadReranker.KINDS).map(BadReranker)),
+    (1, st.just(_NotCallableScore())),
+    (1, st.sampled_from(["", "not-a-model", "/dev/null", "x" * 300])),
 )

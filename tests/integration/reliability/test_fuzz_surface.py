@@ -28,6 +28,7 @@ from remy_fuzz_values import (
     Unexpected,
     bad_embedders,
     deep_where,
+    either,
     expect,
     fuzz_settings,
     hostile,
@@ -35,6 +36,7 @@ from remy_fuzz_values import (
     odd_text,
     outcome,
     perturbed,
+    pick,
     real,
     rerankers,
     wheres,
@@ -128,7 +130,7 @@ valid_options: dict[str, st.SearchStrategy[Any]] = {
 bad_options: dict[str, st.SearchStrategy[Any]] = {
     **dict.fromkeys(valid_options, hostile),
     "where": wheres,
-    "rerank": st.one_of(rerankers, rerankers, hostile),
+    "rerank": pick((3, rerankers), (1, hostile)),
     "weights": st.one_of(
         st.dictionaries(
             st.sampled_from(["semantic", "lexical", "other"]), hostile, min_size=1, max_size=2
@@ -157,13 +159,13 @@ documents_options = perturbed(
     {
         **dict.fromkeys(valid_document_options, hostile),
         "where": wheres,
-        "rerank": st.one_of(rerankers, rerankers, hostile),
+        "rerank": pick((3, rerankers), (1, hostile)),
         "k": hostile,  # not an option of search_documents (limit is)
     },
 )
 
 
-@fuzz_settings(max_examples=150)
+@fuzz_settings(max_examples=200)
 @given(query=queries, opts=options, doc_opts=documents_options, as_object=st.booleans())
 def test_every_search_option(
     store: Retriever,
@@ -176,20 +178,23 @@ def test_every_search_option(
     example = {"query": query, **opts}
     q = real(query)
     kw = {name: real(value) for name, value in opts.items()}
+    k = kw.get("k", 10)
     if as_object:
         known = {n: v for n, v in kw.items() if n in SearchOptions.names()}  # a fixed signature
         built = outcome("SearchOptions(**opts)", lambda: SearchOptions(**known), example)
         if isinstance(built, SearchOptions):
             result = outcome("search(q, options)", lambda: store.search(q, built), example)
-        else:
+        else:  # hostile in the place of the options object
+            k = 10
             result = outcome(
-                "search(q, options=hostile)", lambda: store.search(q, kw.get("where")), example
+                "search(q, hostile)", lambda: store.search(q, kw.get("where")), example
             )
     else:
         result = outcome("search", lambda: store.search(q, **kw), example)
     if isinstance(result, list):
-        k = kw.get("k", 10)
-        assert len(result) <= (k if isinstance(k, int) else 10)
+        expect(
+            len(result) <= (k if isinstance(k, int) else 10), "search", "more than k hits", example
+        )
         _finite_scores("search", result, example)
     ranked = outcome("rank", lambda: store.rank(q, **{n: kw[n] for n in RANK if n in kw}), example)
     if isinstance(ranked, list):
@@ -286,9 +291,9 @@ ctor_values = perturbed(
     valid_ctor,
     {
         **dict.fromkeys([*valid_ctor, "lexical_path", "client"], hostile),
-        "collection": st.one_of(st.sampled_from(["docs-remydocs", "a" * 600, "ab"]), hostile),
-        "embedder": st.one_of(bad_embedders, bad_embedders, hostile),
-        "reranker": st.one_of(rerankers, hostile),
+        "collection": either(st.sampled_from(["docs-remydocs", "a" * 600, "ab"])),
+        "embedder": pick((3, bad_embedders), (1, hostile)),
+        "reranker": either(rerankers),
         "hnsw": st.one_of(
             st.dictionaries(
                 st.sampled_from(["ef_construction", "max_neighbors", "ef_search", "x"]),
@@ -369,7 +374,7 @@ def _exercise(r: Retriever, example: Any) -> None:
 
 # -- writes and reads ---------------------------------------------------------------------
 
-doc_ids = st.one_of(st.from_regex(r"fz[a-z0-9]{1,6}", fullmatch=True), odd_text, hostile)
+doc_ids = pick((2, st.from_regex(r"fz[a-z0-9]{1,6}", fullmatch=True)), (1, odd_text), (1, hostile))
 metadatas = st.one_of(
     st.dictionaries(
         st.one_of(
@@ -400,11 +405,11 @@ documents = perturbed(
         **dict.fromkeys(valid_document, hostile),
         "id": doc_ids,
         "metadata": metadatas,
-        "text": st.one_of(odd_text, hostile),
+        "text": either(odd_text),
     },
     most=1,
 ).map(lambda fields: {"id": Make("'fz-missing'", lambda: "fz-missing"), "text": "", **fields})
-batches = st.one_of(st.lists(mostly(documents), max_size=4), hostile)
+batches = mostly(st.lists(mostly(documents), max_size=4))
 ingest_paths = st.one_of(
     st.sampled_from(
         [
@@ -429,7 +434,7 @@ ingest_paths = st.one_of(
         {"batch_size": hostile, "progress": hostile},
         most=1,
     ),
-    targets=st.one_of(st.lists(doc_ids, max_size=3), hostile),
+    targets=mostly(st.lists(doc_ids, max_size=3)),
     where=wheres,
     ingest_path=ingest_paths,
     ingest_kw=perturbed(
@@ -545,7 +550,7 @@ memory_kw = perturbed(
         **dict.fromkeys(valid_memory_kw, hostile),
         "where": wheres,
         "metadata": metadatas,
-        "rerank": st.one_of(rerankers, rerankers, hostile),
+        "rerank": pick((3, rerankers), (1, hostile)),
     },
     most=1,
 )
@@ -570,7 +575,7 @@ _TAKES = {
 @fuzz_settings(max_examples=120)
 @given(
     op=memory_ops,
-    target=st.one_of(st.integers(0, 2), hostile),
+    target=mostly(st.integers(0, 2)),
     content=mostly(st.sampled_from(["a new fact about install", "billing"])),
     kw=memory_kw,
 )
