@@ -9,6 +9,7 @@ See :func:`search_documents`. Scores are 0-1 in every mode (the rules are in
 from __future__ import annotations
 
 import re
+import reprlib
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -112,7 +113,7 @@ def search_documents(
         ("include_summary", include_summary),
     ):
         if not isinstance(flag, bool):
-            msg = f"{name} must be True or False, got {flag!r}"
+            msg = f"{name} must be True or False, got {reprlib.repr(flag)}"
             raise InvalidInputError(msg)
     # Fetch enough chunks to fill `limit` documents; widen once if they crowd together.
     k = min(10_000, max(3 * limit, 20))
@@ -282,5 +283,6 @@ def lead_summary(text: str, *, max_chars: int = SUMMARY_CHARS) -> str:
 
 def _check_threshold(name: str, value: object) -> None:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
-        msg = f"{name} must be a number between 0 and 1 (scores are 0-1), got {value!r}"
+        shown = reprlib.repr(value)  # bounded: a hostile value may be huge or deeply nested
+        msg = f"{name} must be a number between 0 and 1 (scores are 0-1), got {shown}"
         raise InvalidInputError(msg)

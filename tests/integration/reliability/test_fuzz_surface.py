@@ -27,6 +27,7 @@ from remy_fuzz_values import (
     Make,
     Unexpected,
     bad_embedders,
+    deep_list,
     deep_where,
     either,
     expect,
@@ -716,3 +717,11 @@ def test_extend_and_derive_reject_ids_that_are_not_strings(
     with pytest.raises(InvalidInputError, match="memory id must be a non-empty str"):
         m.derive([seeded[0], [seeded[1]]], "drawn")  # type: ignore[list-item]
     assert snapshot(m.memories) == before
+
+
+@pytest.mark.parametrize("name", ["chunk_threshold", "document_threshold", "include_full_docs"])
+def test_search_documents_names_a_deeply_nested_value_without_recursing(
+    store: Retriever, name: str
+) -> None:
+    with pytest.raises(InvalidInputError, match=rf"{name} must be .*got \[\[\[\["):
+        store.search_documents("install", **{name: deep_list(100_000)})
