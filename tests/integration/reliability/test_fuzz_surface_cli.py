@@ -57,7 +57,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         + [
             Document(
                 id="esc",
-                text="# \x1b]0;pwned\x07Title\n\ninstall \x1b[2J linux \x9b31m",
+                text="# \x1b]0;pwned\x07Title\n\ninstall \x1b[2J linux escapes \x9b31m",
                 title="\x1b[31mred",
             )
         ]
@@ -194,7 +194,7 @@ modes = st.sampled_from(["semantic", "lexical", "hybrid"])
 search_argv = _argv(
     [
         st.just(["search"]),
-        st.one_of(st.just(["install linux"]), text.map(lambda t: [t])),
+        st.one_of(st.sampled_from([["install linux"], ["escapes"]]), text.map(lambda t: [t])),
         db,
         _flag("--collection", st.just("fuzz")),
         _flag("--mode", modes),
@@ -383,6 +383,8 @@ def test_eval_with_hostile_folders_and_flags(world: dict[str, Any], argv: list[s
         ["ingest", "folder", "--db", "file.md/sub"],
         ["search", "install", "--db", "<db>", "--collection", "fuzz"],
         ["search", "install", "--db", "<db>", "--collection", "fuzz", "--json"],
+        ["search", "escapes", "--db", "<db>", "--collection", "fuzz", "--explain", "--highlight"],
+        ["search", "escapes", "--db", "<db>", "--collection", "fuzz", "--documents", "--summary"],
         ["search", "install", "--db", "<db>", "--collection", "fuzz", "--documents", "--summary"],
         ["eval", "beir-bad-score", "--cache", "eval-cache"],
         ["eval", "beir-no-id", "--cache", "eval-cache"],
