@@ -9,12 +9,42 @@ from typing import Union
 
 from .errors import InvalidDocumentError
 from .records import CHUNK_SEPARATOR, RESERVED_PREFIX, chunk_id
+from .reprs import short_repr
 
-__all__ = ["Chunk", "Document", "MetadataValue", "validate_document_id", "with_heading_path"]
+__all__ = [
+    "MAX_METADATA_BYTES",
+    "MAX_METADATA_KEYS",
+    "MAX_METADATA_KEY_CHARS",
+    "MAX_METADATA_VALUE_BYTES",
+    "Chunk",
+    "Document",
+    "MetadataValue",
+    "metadata_limit_error",
+    "validate_document_id",
+    "with_heading_path",
+]
 
 MetadataValue = Union[str, int, float, bool]
 
 _MAX_ID_LEN = 512
+
+# Metadata limits. Chroma writes one SQLite row per metadata key of a record in one
+# statement of 6 variables per key, and SQLite allows 32,766 variables: a record of more
+# than 5,461 keys (the user's plus remy's records.RECORD_OVERHEAD_KEYS) fails in Chroma's log
+# compaction *after* it was accepted, and every later open of the store fails too.
+# Values are bounded by memory, not by Chroma (a 200 MB value was stored), but each
+# chunk record repeats the document's metadata. The limits leave a wide margin and cover
+# what metadata is for (filters and citations); put bulk data in the text.
+#: Most metadata keys per document (Chroma breaks above 5,461 per record).
+MAX_METADATA_KEYS = 256
+#: Longest metadata key, in characters.
+MAX_METADATA_KEY_CHARS = 256
+#: Largest str metadata value (and title, url, path, type, summary), in UTF-8 bytes.
+MAX_METADATA_VALUE_BYTES = 64 * 1024
+#: Largest total of a document's metadata: keys and str values in UTF-8 bytes, 8 bytes
+#: per number or bool, plus title, url, path, type and summary.
+MAX_METADATA_BYTES = 256 * 1024
+_CITATION_FIELDS = ("title", "url", "path", "type", "summary")
 
 
 @dataclass(frozen=True)
@@ -48,30 +78,42 @@ class Document:
                 "content; pass decoded text only"
             )
             raise InvalidDocumentError(msg)
-        for name in ("title", "url", "path", "type", "summary"):
+        for name in _CITATION_FIELDS:
             value = getattr(self, name)
             if value is not None and not isinstance(value, str):
-                msg = f"Document {self.id!r}: {name} must be str or None, got {value!r}"
+                msg = f"Document {self.id!r}: {name} must be str or None, got {short_repr(value)}"
                 raise InvalidDocumentError(msg)
         if not isinstance(self.metadata, Mapping):
-            msg = f"Document {self.id!r}: metadata must be a mapping, got {self.metadata!r}"
+            msg = (
+                f"Document {self.id!r}: metadata must be a mapping, got "
+                f"{type(self.metadata).__name__} {short_repr(self.metadata)}"
+            )
             raise InvalidDocumentError(msg)
         for key, value in self.metadata.items():
             if not isinstance(key, str) or not key:
-                msg = f"Document {self.id!r}: metadata keys must be non-empty str, got {key!r}"
+                msg = (
+                    f"Document {self.id!r}: metadata keys must be non-empty str, got "
+                    f"{short_repr(key)}"
+                )
                 raise InvalidDocumentError(msg)
             if key.startswith(RESERVED_PREFIX) or key.startswith("$"):
                 msg = (
-                    f"Document {self.id!r}: metadata key {key!r} is reserved "
+                    f"Document {self.id!r}: metadata key {short_repr(key)} is reserved "
                     f"(keys may not start with {RESERVED_PREFIX!r} or '$'); rename it"
                 )
                 raise InvalidDocumentError(msg)
             if not isinstance(value, (str, int, float, bool)):
                 msg = (
-                    f"Document {self.id!r}: metadata[{key!r}] = {value!r} is not a "
-                    "str, int, float or bool; convert it (e.g. json.dumps for lists)"
+                    f"Document {self.id!r}: metadata[{short_repr(key)}] = {short_repr(value)} "
+                    "is not a str, int, float or bool; convert it (e.g. json.dumps for lists)"
                 )
                 raise InvalidDocumentError(msg)
+        problem = metadata_limit_error(
+            self.metadata, {name: getattr(self, name) for name in _CITATION_FIELDS}
+        )
+        if problem is not None:
+            msg = f"Document {self.id!r}: {problem}"
+            raise InvalidDocumentError(msg)
 
     @property
     def content_hash(self) -> str:
@@ -88,10 +130,72 @@ class Document:
         return h.hexdigest()
 
 
+def metadata_limit_error(
+    metadata: Mapping[str, MetadataValue],
+    fields: Mapping[str, str | None] | None = None,
+    *,
+    max_keys: int = MAX_METADATA_KEYS,
+    max_bytes: int = MAX_METADATA_BYTES,
+) -> str | None:
+    """What is over the metadata limits in ``metadata`` and the str ``fields`` (title,
+    url...) counted with it, as a message with the fix; ``None`` when everything fits.
+    Entries of the wrong type are not this function's business (they count 8 bytes)."""
+    if len(metadata) > max_keys:
+        return (
+            f"metadata has {len(metadata):,} keys, over the limit of {max_keys:,}; keep "
+            "the keys you filter or cite on and put the rest in the text (or one JSON str)"
+        )
+    total = 0
+    for key, value in metadata.items():
+        if isinstance(key, str):
+            if len(key) > MAX_METADATA_KEY_CHARS:
+                return (
+                    f"metadata key {short_repr(key, 40)} is {len(key):,} characters, over the "
+                    f"limit of {MAX_METADATA_KEY_CHARS}; use a shorter key"
+                )
+            total += _utf8_len(key)
+        size = _size(value)
+        if size > MAX_METADATA_VALUE_BYTES:
+            return _too_large(f"metadata[{short_repr(key, 40)}]", size)
+        total += size
+    for name, field_value in (fields or {}).items():
+        size = _size(field_value)
+        if size > MAX_METADATA_VALUE_BYTES:
+            return _too_large(name, size)
+        total += size
+    if total > max_bytes:
+        return (
+            f"metadata totals {total:,} bytes (keys and values in UTF-8, 8 per number; "
+            f"title, url, path, type and summary count too), over the limit of "
+            f"{max_bytes:,}; put long text in the document's text"
+        )
+    return None
+
+
+def _size(value: object) -> int:
+    if isinstance(value, str):
+        return _utf8_len(value)
+    return 0 if value is None else 8
+
+
+def _too_large(what: str, size: int) -> str:
+    return (
+        f"{what} is {size:,} bytes (UTF-8), over the limit of {MAX_METADATA_VALUE_BYTES:,} "
+        "for one value; put long text in the document's text, or store a reference (a path "
+        "or URL) instead"
+    )
+
+
+def _utf8_len(text: str) -> int:
+    if text.isascii() or len(text) > 4 * MAX_METADATA_BYTES:
+        return len(text)  # a lower bound is enough to refuse a huge value
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
 def validate_document_id(doc_id: object) -> str:
     """Return ``doc_id`` if it is a usable document id, else raise InvalidDocumentError."""
     if not isinstance(doc_id, str):
-        msg = f"document id must be str, got {type(doc_id).__name__} {doc_id!r}"
+        msg = f"document id must be str, got {type(doc_id).__name__} {short_repr(doc_id)}"
         raise InvalidDocumentError(msg)
     if (
         not doc_id.strip()
@@ -100,9 +204,9 @@ def validate_document_id(doc_id: object) -> str:
         or CHUNK_SEPARATOR in doc_id
     ):
         msg = (
-            f"document id {doc_id!r} is not usable: it must be 1-{_MAX_ID_LEN} characters, "
-            f"not blank, without NUL or {CHUNK_SEPARATOR!r} (we use {CHUNK_SEPARATOR!r} to "
-            "build chunk ids)"
+            f"document id {short_repr(doc_id)} is not usable: it must be 1-{_MAX_ID_LEN} "
+            f"characters, not blank, without NUL or {CHUNK_SEPARATOR!r} (we use "
+            f"{CHUNK_SEPARATOR!r} to build chunk ids)"
         )
         raise InvalidDocumentError(msg)
     return doc_id

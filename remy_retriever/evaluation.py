@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import platform
 import statistics
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -52,19 +53,87 @@ class BeirDataset:
         return docs
 
 
-def _read_jsonl(path: Path) -> Iterable[dict[str, Any]]:
-    with path.open(encoding="utf-8") as fh:
-        for line_no, line in enumerate(fh, start=1):
-            if line.strip():
-                try:
-                    yield json.loads(line)
-                except json.JSONDecodeError as exc:
-                    msg = f"{path}:{line_no} is not valid JSON ({exc.msg}); fix the file"
-                    raise InvalidInputError(msg) from exc
+def _lines(path: Path) -> Iterator[tuple[int, str]]:
+    """``(line number, line)`` of a UTF-8 text file; unreadable -> InvalidInputError."""
+    try:
+        with path.open(encoding="utf-8") as fh:
+            yield from enumerate(fh, start=1)
+    except UnicodeDecodeError as exc:
+        msg = f"{str(path)!r} is not UTF-8 text ({exc.reason}); convert it to UTF-8"
+        raise InvalidInputError(msg) from exc
+    except OSError as exc:
+        msg = f"cannot read {str(path)!r} ({exc.strerror or exc}); check the file"
+        raise InvalidInputError(msg) from exc
+
+
+def _read_jsonl(path: Path, fields: Sequence[str]) -> Iterator[tuple[str, list[str]]]:
+    """``(id, [field values])`` per row: each line a JSON object with an ``_id`` (a string
+    or an integer) and optional string ``fields`` (missing or null -> ``""``)."""
+    for line_no, line in _lines(path):
+        if not line.strip():
+            continue
+        where = f"{path}:{line_no}"
+        try:
+            row = json.loads(line)
+        except (ValueError, RecursionError) as exc:
+            reason = exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deeply"
+            msg = f"{where} is not valid JSON ({reason}); fix the file"
+            raise InvalidInputError(msg) from exc
+        if not isinstance(row, dict):
+            msg = f'{where} is a JSON {type(row).__name__}, not an object like {{"_id": "d1"}}'
+            raise InvalidInputError(msg)
+        doc_id = row.get("_id")
+        if isinstance(doc_id, bool) or not isinstance(doc_id, (str, int)) or doc_id == "":
+            shown = "missing" if "_id" not in row else f"{doc_id!r:.80}"
+            msg = f'{where}: "_id" is {shown}; every row needs an "_id" (a string or integer)'
+            raise InvalidInputError(msg)
+        values = []
+        for name in fields:
+            value = row.get(name)
+            if value is not None and not isinstance(value, str):
+                msg = (
+                    f'{where}: "{name}" must be a string, got {type(value).__name__} {value!r:.80}'
+                )
+                raise InvalidInputError(msg)
+            values.append(value or "")
+        yield str(doc_id), values
+
+
+def _read_qrels(path: Path) -> dict[str, dict[str, int]]:
+    """``{query id: {document id: relevance}}`` from a ``query-id corpus-id score`` TSV
+    (tab-separated, an optional header line)."""
+    qrels: dict[str, dict[str, int]] = {}
+    for line_no, line in _lines(path):
+        parts = line.rstrip("\r\n").split("\t")
+        if (line_no == 1 and parts[0] == "query-id") or not line.strip():
+            continue
+        where = f"{path}:{line_no}"
+        if len(parts) < 3 or not parts[0] or not parts[1]:
+            msg = (
+                f"{where} is {line.rstrip()!r:.80}; each line must be "
+                "query-id<TAB>corpus-id<TAB>score"
+            )
+            raise InvalidInputError(msg)
+        qrels.setdefault(parts[0], {})[parts[1]] = _score(parts[2], where)
+    return qrels
+
+
+def _score(text: str, where: str) -> int:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (value.is_integer() and abs(value) < 2**31):
+        msg = (
+            f"{where}: the score {text!r:.40} is not an integer; use a relevance grade like 0, 1, 2"
+        )
+        raise InvalidInputError(msg)
+    return int(value)
 
 
 def load_beir(folder: str | Path, *, split: str = "test") -> BeirDataset:
-    """Load a BEIR folder; raises InvalidInputError naming a missing file."""
+    """Load a BEIR folder; raises InvalidInputError naming a missing file, or the file
+    and line of a malformed row."""
     root = Path(folder)
     needed = [root / "corpus.jsonl", root / "queries.jsonl", root / "qrels" / f"{split}.tsv"]
     for path in needed:
@@ -74,24 +143,11 @@ def load_beir(folder: str | Path, *, split: str = "test") -> BeirDataset:
                 f"queries.jsonl and qrels/{split}.tsv"
             )
             raise InvalidInputError(msg)
-    qrels: dict[str, dict[str, int]] = {}
-    with needed[2].open(encoding="utf-8") as fh:
-        for line_no, line in enumerate(fh):
-            parts = line.rstrip("\n").split("\t")
-            if line_no == 0 and parts[0] == "query-id":
-                continue
-            if len(parts) < 3:
-                continue
-            qrels.setdefault(parts[0], {})[parts[1]] = int(float(parts[2]))
+    qrels = _read_qrels(needed[2])
     corpus = {
-        str(row["_id"]): (str(row.get("title") or ""), str(row.get("text") or ""))
-        for row in _read_jsonl(needed[0])
+        doc_id: (title, text) for doc_id, (title, text) in _read_jsonl(needed[0], ("title", "text"))
     }
-    queries = {
-        str(row["_id"]): str(row["text"])
-        for row in _read_jsonl(needed[1])
-        if str(row["_id"]) in qrels
-    }
+    queries = {qid: text for qid, (text,) in _read_jsonl(needed[1], ("text",)) if qid in qrels}
     digest = hashlib.sha256()
     for path in needed[:1]:
         stat = path.stat()

@@ -8,19 +8,30 @@ Semantics follow Chroma's: ``$ne``/``$nin`` also match chunks that lack the key;
 ``$gt``/``$gte``/``$lt``/``$lte`` take numbers and never match a missing key. Beyond
 Chroma we accept a dict with several keys (an implicit ``$and``), several operators on
 one key (``{"year": {"$gte": 2000, "$lt": 2010}}``), and one-element ``$and``/``$or``.
+
+Limits, so that every filter accepted here runs the same in every mode (Chroma's SQLite
+refuses a statement with more than 32,766 variables, about 16,380 ``$in`` values, and an
+``$and``/``$or`` of more than about 988 items, "Expression tree is too large"): at most
+:data:`MAX_DEPTH` levels of nesting, :data:`MAX_CONDITIONS` conditions and
+:data:`MAX_LIST_VALUES` values in all ``$in``/``$nin`` lists together. A list holds values
+of one type, as Chroma requires (``[1, 2.5]`` is refused there: write ``[1.0, 2.5]``).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Union
 
 from .errors import InvalidFilterError
-from .records import DOCUMENT_ID_KEY, RESERVED_PREFIX, has_surrogate
+from .records import DOCUMENT_ID_KEY, INT64_MAX, INT64_MIN, RESERVED_PREFIX, has_surrogate
+from .reprs import short_repr
 
 __all__ = [
+    "MAX_CONDITIONS",
+    "MAX_DEPTH",
+    "MAX_LIST_VALUES",
     "And",
     "Compare",
     "Filter",
@@ -37,8 +48,15 @@ _EQUALITY = ("$eq", "$ne")
 _MEMBERSHIP = ("$in", "$nin")
 _ORDER = ("$gt", "$gte", "$lt", "$lte")
 _OPERATORS = _EQUALITY + _MEMBERSHIP + _ORDER
-_MAX_DEPTH = 32
-_MAX_NODES = 1024
+#: Deepest nesting of ``$and``/``$or``.
+MAX_DEPTH = 32
+#: Most conditions (keys of all the filter's dicts) in one filter.
+MAX_CONDITIONS = 512
+#: Most values in all the ``$in``/``$nin`` lists of one filter together.
+MAX_LIST_VALUES = 4096
+#: Keys Chroma reserves for itself (``#document``, ``#embedding``...); no stored
+#: metadata can hold them.
+_CHROMA_RESERVED = ("#", "chroma:")
 
 
 @dataclass(frozen=True)
@@ -78,13 +96,38 @@ def parse_where(where: object) -> Filter | None:
         raise InvalidFilterError(msg)
     if not where:
         return None
-    counter = [0]
+    _check_nesting(where)
+    counter = [0, 0]
     return _parse(where, 0, counter)
 
 
+def _check_nesting(where: Mapping[Any, Any]) -> None:
+    """Refuse a ``where`` nested too deep, walking it without recursion (the parser, and
+    ``repr`` in error messages, would recurse once per level)."""
+    # Each $and/$or level is a dict holding a list: two levels of containers.
+    limit = 2 * MAX_DEPTH + 4
+    budget = 16 * (MAX_CONDITIONS + MAX_LIST_VALUES)
+    stack: list[tuple[object, int]] = [(where, 0)]
+    while stack and budget > 0:
+        node, depth = stack.pop()
+        if depth > limit:
+            msg = f"where is nested deeper than {MAX_DEPTH} levels; flatten the filter"
+            raise InvalidFilterError(msg)
+        children = node.values() if isinstance(node, Mapping) else node
+        assert isinstance(children, Iterable)
+        for child in children:
+            budget -= 1
+            if budget <= 0:
+                # Too large to be valid: the parser stops at its own limits (with a
+                # precise message) long before its bounded recursion could go deep.
+                break
+            if isinstance(child, (Mapping, list, tuple)):
+                stack.append((child, depth + 1))
+
+
 def _parse(where: Mapping[Any, Any], depth: int, counter: list[int]) -> Filter:
-    if depth > _MAX_DEPTH:
-        msg = f"where is nested deeper than {_MAX_DEPTH} levels; flatten the filter"
+    if depth > MAX_DEPTH:
+        msg = f"where is nested deeper than {MAX_DEPTH} levels; flatten the filter"
         raise InvalidFilterError(msg)
     if not where:
         msg = "where contains an empty clause {}; remove it or add a condition"
@@ -92,11 +135,11 @@ def _parse(where: Mapping[Any, Any], depth: int, counter: list[int]) -> Filter:
     items: list[Filter] = []
     for key, value in where.items():
         counter[0] += 1
-        if counter[0] > _MAX_NODES:
-            msg = f"where has more than {_MAX_NODES} conditions; simplify the filter"
+        if counter[0] > MAX_CONDITIONS:
+            msg = f"where has more than {MAX_CONDITIONS} conditions; simplify the filter"
             raise InvalidFilterError(msg)
         if not isinstance(key, str):
-            msg = f"where keys must be str, got {key!r}"
+            msg = f"where keys must be str, got {_short(key)}"
             raise InvalidFilterError(msg)
         if key in ("$and", "$or"):
             if not isinstance(value, (list, tuple)) or not value:
@@ -116,7 +159,7 @@ def _parse(where: Mapping[Any, Any], depth: int, counter: list[int]) -> Filter:
             raise InvalidFilterError(msg)
         else:
             _check_key(key)
-            items.extend(_parse_field(key, value))
+            items.extend(_parse_field(key, value, counter))
     return _combine(And, items)
 
 
@@ -125,7 +168,19 @@ def _check_key(key: str) -> None:
         msg = "where has an empty metadata key ''"
         raise InvalidFilterError(msg)
     if "\x00" in key:
-        msg = f"where key {key!r} contains a NUL byte, so no stored metadata can have it"
+        msg = f"where key {_short(key)} contains a NUL byte, so no stored metadata can have it"
+        raise InvalidFilterError(msg)
+    if has_surrogate(key):
+        msg = (
+            f"where key {_short(key)} contains a lone surrogate, which no stored (UTF-8) "
+            "metadata can hold; fix the key"
+        )
+        raise InvalidFilterError(msg)
+    if key.startswith(_CHROMA_RESERVED):
+        msg = (
+            f"where key {_short(key)} is reserved by Chroma (keys starting with '#' or "
+            "'chroma:'), so no document metadata can have it; filter on your own keys"
+        )
         raise InvalidFilterError(msg)
     if key.startswith(RESERVED_PREFIX) and key != DOCUMENT_ID_KEY:
         msg = (
@@ -135,30 +190,45 @@ def _check_key(key: str) -> None:
         raise InvalidFilterError(msg)
 
 
-def _parse_field(key: str, value: object) -> list[Filter]:
+def _parse_field(key: str, value: object, counter: list[int]) -> list[Filter]:
     if not isinstance(value, Mapping):
         return [Compare(key, "$eq", _scalar(key, "$eq", value))]
     if not value:
-        msg = f"where[{key!r}] is an empty operator dict; use e.g. {{'$eq': ...}}"
+        msg = f"where[{_short(key)}] is an empty operator dict; use e.g. {{'$eq': ...}}"
         raise InvalidFilterError(msg)
     out: list[Filter] = []
     for op, operand in value.items():
         if op not in _OPERATORS:
-            msg = f"unknown operator {op!r} for where[{key!r}]; supported: " + ", ".join(_OPERATORS)
+            msg = f"unknown operator {op!r} for where[{_short(key)}]; supported: " + ", ".join(
+                _OPERATORS
+            )
             raise InvalidFilterError(msg)
         if op in _MEMBERSHIP:
             if not isinstance(operand, (list, tuple)) or not operand:
-                msg = f"{op} for where[{key!r}] takes a non-empty list, got {_short(operand)}"
+                msg = f"{op} for where[{_short(key)}] takes a non-empty list, got {_short(operand)}"
+                raise InvalidFilterError(msg)
+            counter[1] += len(operand)
+            if counter[1] > MAX_LIST_VALUES:
+                msg = (
+                    f"{op} for where[{_short(key)}] has {len(operand):,} values, over the limit "
+                    f"of {MAX_LIST_VALUES:,} values in all $in/$nin lists of one filter; "
+                    "split the search, or filter on a coarser key (e.g. a group or tenant)"
+                )
                 raise InvalidFilterError(msg)
             values = tuple(_scalar(key, op, v) for v in operand)
-            kinds = {_kind(v) for v in values}
+            kinds = {type(v) for v in values}
             if len(kinds) > 1:
-                msg = f"{op} for where[{key!r}] mixes value types {_short(operand)}; use one type"
+                names = "/".join(sorted(k.__name__ for k in kinds))
+                msg = (
+                    f"{op} for where[{_short(key)}] mixes value types ({names}) in "
+                    f"{_short(operand)}; Chroma requires one type per list (write ints as "
+                    "floats, e.g. [1.0, 2.5], to mix numbers)"
+                )
                 raise InvalidFilterError(msg)
             out.append(Compare(key, op, values))
         elif op in _ORDER:
             if isinstance(operand, bool) or not isinstance(operand, (int, float)):
-                msg = f"{op} for where[{key!r}] takes a number, got {_short(operand)}"
+                msg = f"{op} for where[{_short(key)}] takes a number, got {_short(operand)}"
                 raise InvalidFilterError(msg)
             out.append(Compare(key, op, _scalar(key, op, operand)))
         else:
@@ -170,22 +240,31 @@ def _scalar(key: str, op: str, value: object) -> Scalar:
     if isinstance(value, bool):
         return value
     if isinstance(value, int):
-        if abs(value) > 2**63 - 1:
-            msg = f"{op} for where[{key!r}]: {value} does not fit in 64 bits"
+        if not INT64_MIN <= value <= INT64_MAX:
+            msg = (
+                f"{op} for where[{_short(key)}]: {_short(value)} does not fit in 64 bits "
+                "(-2**63 to 2**63 - 1), so no stored metadata can hold it; use a float or a str"
+            )
             raise InvalidFilterError(msg)
         return value
     if isinstance(value, float):
         if not math.isfinite(value):
-            msg = f"{op} for where[{key!r}]: {value!r} is not a finite number"
+            msg = f"{op} for where[{_short(key)}]: {value!r} is not a finite number"
             raise InvalidFilterError(msg)
         return value
     if isinstance(value, str):
         if "\x00" in value:
-            msg = f"{op} for where[{key!r}]: the value contains a NUL byte"
+            msg = f"{op} for where[{_short(key)}]: the value contains a NUL byte"
+            raise InvalidFilterError(msg)
+        if has_surrogate(value):
+            msg = (
+                f"{op} for where[{_short(key)}]: {_short(value)} contains a lone surrogate, "
+                "which no stored (UTF-8) metadata can hold; fix the value"
+            )
             raise InvalidFilterError(msg)
         return value
     msg = (
-        f"where[{key!r}] {op} value must be a str, int, float or bool, got "
+        f"where[{_short(key)}] {op} value must be a str, int, float or bool, got "
         f"{type(value).__name__} {_short(value)}"
     )
     raise InvalidFilterError(msg)
@@ -193,8 +272,8 @@ def _scalar(key: str, op: str, value: object) -> Scalar:
 
 def require_utf8(node: Filter | None) -> Filter | None:
     """Return ``node`` if every key and str value is encodable as UTF-8, else raise
-    :class:`InvalidFilterError`. Chroma stores UTF-8 only and rejects a filter holding a
-    lone surrogate; the lexical index alone can match such values."""
+    :class:`InvalidFilterError`. :func:`parse_where` already refuses lone surrogates (no
+    stored metadata can hold one); this re-checks a hand-built tree."""
     if node is None:
         return None
     if isinstance(node, (And, Or)):
@@ -212,14 +291,6 @@ def require_utf8(node: Filter | None) -> Filter | None:
     return node
 
 
-def _kind(value: Scalar) -> str:
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, (int, float)):
-        return "number"
-    return "str"
-
-
 def _combine(kind: type[And] | type[Or], items: list[Filter]) -> Filter:
     if len(items) == 1:
         return items[0]
@@ -227,8 +298,7 @@ def _combine(kind: type[And] | type[Or], items: list[Filter]) -> Filter:
 
 
 def _short(value: object) -> str:
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
+    return short_repr(value)
 
 
 def to_chroma(node: Filter | None) -> dict[str, Any] | None:

@@ -9,12 +9,14 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .errors import InvalidInputError, InvalidQueryError
 from .filters import Filter, parse_where, require_utf8
+from .reprs import short_repr
 from .rerankers import Reranker
 
 __all__ = [
@@ -93,25 +95,26 @@ class SearchOptions:
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
-            msg = f"unknown mode {self.mode!r}; use one of {', '.join(repr(m) for m in MODES)}"
+            names = ", ".join(repr(m) for m in MODES)
+            msg = f"unknown mode {short_repr(self.mode)}; use one of {names}"
             raise InvalidInputError(msg)
         check_int("k", self.k)
         check_int("candidates", self.candidates)
         if self.fusion not in FUSIONS:
-            msg = f"unknown fusion {self.fusion!r}; use 'rrf' or 'convex'"
+            msg = f"unknown fusion {short_repr(self.fusion)}; use 'rrf' or 'convex'"
             raise InvalidInputError(msg)
-        if not _is_number(self.rrf_k) or not self.rrf_k >= 0:
-            msg = f"rrf_k must be a number >= 0, got {self.rrf_k!r}"
+        if not _is_finite(self.rrf_k) or not self.rrf_k >= 0:
+            msg = f"rrf_k must be a finite number >= 0, got {short_repr(self.rrf_k)}"
             raise InvalidInputError(msg)
-        if not _is_number(self.alpha) or not 0 <= self.alpha <= 1:
-            msg = f"alpha must be a number in [0, 1], got {self.alpha!r}"
+        if not _is_finite(self.alpha) or not 0 <= self.alpha <= 1:
+            msg = f"alpha must be a number in [0, 1], got {short_repr(self.alpha)}"
             raise InvalidInputError(msg)
         weights = _check_weights(self.weights)
         tree = require_utf8(parse_where(self.where))
         _check_rerank(self.rerank)
         check_int("rerank_depth", self.rerank_depth)
-        if self.min_score is not None and not _is_number(self.min_score):
-            msg = f"min_score must be a number or None, got {self.min_score!r}"
+        if self.min_score is not None and not _is_finite(self.min_score):
+            msg = f"min_score must be a finite number or None, got {short_repr(self.min_score)}"
             raise InvalidInputError(msg)
         set_ = object.__setattr__
         set_(self, "expand", _check_expand(self.expand))
@@ -153,10 +156,13 @@ def validate_query(query: object) -> str:
         msg = "query must be str, got bytes; decode it first (e.g. query.decode('utf-8'))"
         raise InvalidQueryError(msg)
     if not isinstance(query, str):
-        msg = f"query must be str, got {type(query).__name__} {query!r:.80}"
+        msg = f"query must be str, got {type(query).__name__} {short_repr(query)}"
         raise InvalidQueryError(msg)
     if not query.strip():
-        msg = f"query is empty or whitespace only ({query!r:.40}); pass some text to search for"
+        msg = (
+            f"query is empty or whitespace only ({short_repr(query, 40)}); pass some text "
+            "to search for"
+        )
         raise InvalidQueryError(msg)
     if "\x00" in query:
         msg = "query contains a NUL byte, which suggests binary data; pass text only"
@@ -174,16 +180,22 @@ def check_int(name: str, value: object, *, lo: int = 1, hi: int = MAX_K) -> int:
     """``value`` if it is an int (not a bool) in ``[lo, hi]``, else
     :class:`InvalidInputError` naming ``name``."""
     if isinstance(value, bool) or not isinstance(value, int):
-        msg = f"{name} must be an int, got {type(value).__name__} {value!r}"
+        msg = f"{name} must be an int, got {type(value).__name__} {short_repr(value)}"
         raise InvalidInputError(msg)
     if value < lo or value > hi:
-        msg = f"{name} must be between {lo} and {hi}, got {value}"
+        msg = f"{name} must be between {lo} and {hi}, got {short_repr(value)}"
         raise InvalidInputError(msg)
     return value
 
 
-def _is_number(value: object) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+def _is_finite(value: object) -> bool:
+    """An int or float (not a bool) that is neither NaN nor infinite."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # an int too large for a float
+        return False
 
 
 def _check_weights(weights: object) -> dict[str, float]:
@@ -191,11 +203,11 @@ def _check_weights(weights: object) -> dict[str, float]:
     if weights is None:
         return out
     if not isinstance(weights, Mapping) or not set(weights) <= set(_BRANCHES):
-        msg = f"weights must map 'semantic'/'lexical' to numbers, got {weights!r}"
+        msg = f"weights must map 'semantic'/'lexical' to numbers, got {short_repr(weights)}"
         raise InvalidInputError(msg)
     for name, value in weights.items():
-        if not _is_number(value) or value < 0:
-            msg = f"weights[{name!r}] must be a number >= 0, got {value!r}"
+        if not _is_finite(value) or not value >= 0:
+            msg = f"weights[{name!r}] must be a finite number >= 0, got {short_repr(value)}"
             raise InvalidInputError(msg)
         out[name] = float(value)
     return out
@@ -208,7 +220,7 @@ def _check_rerank(rerank: object) -> None:
         return
     msg = (
         f"rerank must be True/False, a model name or path, or an object with "
-        f"score(query, texts); got {type(rerank).__name__} {rerank!r:.60}"
+        f"score(query, texts); got {type(rerank).__name__} {short_repr(rerank, 60)}"
     )
     raise InvalidInputError(msg)
 
@@ -220,5 +232,7 @@ def _check_expand(expand: object) -> int:
         return 0
     if isinstance(expand, int) and 0 <= expand <= MAX_EXPAND:
         return expand
-    msg = f"expand must be True/False or an int between 0 and {MAX_EXPAND}, got {expand!r}"
+    msg = (
+        f"expand must be True/False or an int between 0 and {MAX_EXPAND}, got {short_repr(expand)}"
+    )
     raise InvalidInputError(msg)

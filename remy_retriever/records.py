@@ -35,13 +35,17 @@ from typing import Any, Protocol
 
 from .errors import InvalidDocumentError, StoreError
 from .hits import Citation, SearchExplain, SearchHit
+from .reprs import short_repr
 
 __all__ = [
     "CHUNK_SEPARATOR",
     "DOCUMENT_ID_KEY",
     "GENERATION_KEY",
+    "INT64_MAX",
+    "INT64_MIN",
     "LEXICAL_SEPARATOR",
     "PACKED_KEY",
+    "RECORD_OVERHEAD_KEYS",
     "RESERVED_PREFIX",
     "SURROGATE",
     "TEXT_KEY",
@@ -98,7 +102,11 @@ _DOC_HASH, _CHUNK_HASH, _N_CHUNKS = "remy_doc_hash", "remy_chunk_hash", "remy_n_
 _CREATED, _UPDATED, _SUMMARY = "remy_created", "remy_updated", "remy_summary"
 #: Reserved keys that stay flat in chunk records: the ones remy filters on in Chroma.
 _FLAT_KEYS = frozenset({DOCUMENT_ID_KEY, UPDATED_MS_KEY, TEXT_KEY})
-_INT64_MAX = 2**63 - 1
+#: The int range metadata can hold (Chroma and tantivy store 64-bit ints).
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+#: How many keys remy adds to the user's metadata in a chunk record, flat (see
+#: :func:`pack`): the text, the packed bookkeeping, the document id and the update time.
+RECORD_OVERHEAD_KEYS = len(_FLAT_KEYS) + 1
 #: Separates a chunk id from its content hash in the lexical index's id-hash terms.
 LEXICAL_SEPARATOR = "\x1f"
 
@@ -409,13 +417,13 @@ class LexicalRecord:
         ):
             msg = (
                 f"LexicalRecord {self.chunk_id!r}: content_hash must be a str without "
-                f"control characters (e.g. a hex digest), got {self.content_hash!r}"
+                f"control characters (e.g. a hex digest), got {short_repr(self.content_hash)}"
             )
             raise InvalidDocumentError(msg)
         if not isinstance(self.metadata, Mapping):
             msg = (
                 f"LexicalRecord {self.chunk_id!r}: metadata must be a mapping, got "
-                f"{type(self.metadata).__name__} {self.metadata!r}"
+                f"{type(self.metadata).__name__} {short_repr(self.metadata)}"
             )
             raise InvalidDocumentError(msg)
         for key, value in self.metadata.items():
@@ -424,18 +432,22 @@ class LexicalRecord:
 
 def _check_lexical_value(cid: str, key: object, value: object) -> None:
     if not isinstance(key, str) or not key:
-        msg = f"LexicalRecord {cid!r}: metadata keys must be non-empty str, got {key!r}"
+        msg = f"LexicalRecord {cid!r}: metadata keys must be non-empty str, got {short_repr(key)}"
         raise InvalidDocumentError(msg)
     if not isinstance(value, (str, int, float, bool)):
         msg = (
-            f"LexicalRecord {cid!r}: metadata[{key!r}] = {value!r} is not a "
+            f"LexicalRecord {cid!r}: metadata[{key!r}] = {short_repr(value)} is not a "
             "str, int, float or bool; convert it (e.g. json.dumps for lists)"
         )
         raise InvalidDocumentError(msg)
-    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > _INT64_MAX:
+    if (
+        isinstance(value, int)
+        and not isinstance(value, bool)
+        and not INT64_MIN <= value <= INT64_MAX
+    ):
         msg = (
-            f"LexicalRecord {cid!r}: metadata[{key!r}] = {value} does not "
-            "fit in 64 bits; store it as a str or a float"
+            f"LexicalRecord {cid!r}: metadata[{key!r}] = {short_repr(value)} does not fit in "
+            "64 bits (-2**63 to 2**63 - 1); store it as a str or a float"
         )
         raise InvalidDocumentError(msg)
 
@@ -449,7 +461,7 @@ def _check_record_id(value: object, name: str) -> None:
     if not isinstance(value, str) or not value or "\x00" in value or has_surrogate(value):
         msg = (
             f"LexicalRecord {name} must be a non-empty str without NUL or lone surrogates, "
-            f"got {value!r}"
+            f"got {short_repr(value)}"
         )
         raise InvalidDocumentError(msg)
 

@@ -16,6 +16,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from .errors import InvalidInputError, ModelLoadError
+from .reprs import short_repr
 
 __all__ = ["DEFAULT_RERANKER", "CrossEncoderReranker", "Reranker", "resolve_reranker"]
 
@@ -24,8 +25,10 @@ DEFAULT_RERANKER = "cross-encoder/ms-marco-MiniLM-L6-v2"
 
 @runtime_checkable
 class Reranker(Protocol):
-    """Scores ``(query, text)`` pairs; higher is more relevant. Return one float per
-    text, in 0-1 if you want ``min_score`` to be meaningful across modes."""
+    """Scores ``(query, text)`` pairs; higher is more relevant. Return one finite float
+    per text, in order (a list, tuple, array or generator), in 0-1 if you want
+    ``min_score`` to be meaningful across modes. Anything else (``None``, the wrong
+    count, NaN, a str) and any exception from ``score`` raise ``InvalidInputError``."""
 
     def score(self, query: str, texts: Sequence[str]) -> list[float]: ...
 
@@ -59,7 +62,7 @@ class CrossEncoderReranker:
         cache_size: int = 4096,
     ) -> None:
         if not isinstance(model, str) or not model:
-            msg = f"reranker model must be a name or path, got {model!r}"
+            msg = f"reranker model must be a name or path, got {short_repr(model)}"
             raise InvalidInputError(msg)
         self.model_name = model
         self.max_length = max_length
@@ -169,6 +172,6 @@ def resolve_reranker(rerank: object, default: Reranker | None) -> Reranker | Non
         return rerank
     msg = (
         f"rerank must be True/False, a model name or path, or an object with "
-        f"score(query, texts); got {type(rerank).__name__} {rerank!r:.60}"
+        f"score(query, texts); got {type(rerank).__name__} {short_repr(rerank, 60)}"
     )
     raise InvalidInputError(msg)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -20,9 +21,9 @@ from .embeddings import Embedder, resolve_embedder
 from .errors import InvalidInputError, ServerUnavailableError
 from .filters import parse_where, to_chroma
 from .hits import SearchHit
-from .ingest.files import load_files
+from .ingest.files import DEFAULT_MAX_DOCUMENT_BYTES, load_files
 from .ingest.writer import Ingestor, IngestReport, show_progress
-from .options import SearchOptions, validate_query
+from .options import SearchOptions, check_int, validate_query
 from .records import document_id_of
 from .rerankers import Reranker, resolve_reranker
 from .responses import DocumentSearchResponse
@@ -30,12 +31,13 @@ from .retry import RetryPolicy
 from .search.calibration import ScoredHit
 from .search.documents import search_documents
 from .search.pipeline import SearchPipeline
-from .stores.chroma import ChromaCalls, lexical_cache_dir, open_client
+from .stores.chroma import ChromaCalls, lexical_cache_dir, local_path, open_client
 from .stores.dense import DenseStore, check_hnsw
-from .stores.documents import DocumentTable, StoredDocument
+from .stores.documents import TABLE_SUFFIX, DocumentTable, StoredDocument
 from .stores.lexical import LexicalIndex
 from .stores.locking import LOCK_FILE, WriterLock
 from .stores.sync import DoctorReport, StoreSync
+from .stores.tantivy_schema import check_bm25_statistics
 from .validation import as_list
 
 __all__ = ["DoctorReport", "IngestReport", "Retriever", "StoredDocument"]
@@ -69,6 +71,11 @@ class Retriever:
     retrievers writing to one server see each other's writes: the lexical index catches
     up before a lexical or hybrid search (:mod:`remy_retriever.stores.sync`).
 
+    ``bm25_statistics="filter"``: BM25 statistics (N and document frequencies) counted
+    inside each search's ``where`` rather than over the collection, so a tenant's lexical
+    scores do not reveal which terms other tenants hold (SECURITY.md; a few count
+    queries per search).
+
     HNSW settings: ``hnsw={"ef_construction": 64, "max_neighbors": 16, "ef_search": 100}``
     (any subset) applies to a collection created now; an existing one must match.
     Chroma's defaults are 100 / 16 / 100. At 100k chunks ``ef_construction`` 64 built
@@ -91,8 +98,12 @@ class Retriever:
         reranker: Reranker | str | None = None,
         retry: RetryPolicy | None = None,
         hnsw: Mapping[str, int] | None = None,
+        bm25_statistics: str = "collection",
+        max_document_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES,
     ) -> None:
         check_hnsw(hnsw)  # before anything is opened or created
+        filter_statistics = check_bm25_statistics(bm25_statistics)
+        self.max_document_bytes = check_int("max_document_bytes", max_document_bytes, hi=2**62)
         if client is not None and path is not None:
             msg = f"pass either a path ({path!r}) or a client, not both"
             raise InvalidInputError(msg)
@@ -102,7 +113,21 @@ class Retriever:
                 "[a-zA-Z0-9._-], starting and ending with a letter or digit (e.g. 'docs')"
             )
             raise InvalidInputError(msg)
-        opened = open_client(path, client)
+        if collection.endswith(TABLE_SUFFIX):
+            msg = (
+                f"collection name {collection!r} ends in {TABLE_SUFFIX!r}, which is reserved "
+                "for remy's document tables; pick a name without that ending"
+            )
+            raise InvalidInputError(msg)
+        if lexical_path is not None:
+            lexical_path = local_path(lexical_path, "lexical_path")
+        elif client is None and len(collection) > 255:  # the lexical index's directory name
+            msg = (
+                f"collection name {collection[:40]!r}... has {len(collection)} characters; in "
+                "an embedded store at most 255, unless you pass lexical_path=..."
+            )
+            raise InvalidInputError(msg)
+        opened = open_client(path, client, create=create)
         resolved = None if embedder is None else resolve_embedder(embedder)
         calls = ChromaCalls(opened.client, collection, server=opened.server, retry=retry)
         dense = DenseStore(calls, embedder=resolved, create=create, hnsw=hnsw)
@@ -118,6 +143,7 @@ class Retriever:
         self._sync = StoreSync(
             dense, DocumentTable(calls), lexical_path, lock, lock_timeout=lock_timeout
         )
+        self._sync.lexical.filter_statistics = filter_statistics
         self._ingestor = Ingestor(self._sync)
         self._pipeline = SearchPipeline(self._sync)
         self.collection = collection
@@ -199,7 +225,9 @@ class Retriever:
     ) -> IngestReport:
         """Add or replace documents. Idempotent: unchanged documents (same content hash)
         are skipped without re-embedding; a changed document replaces its old chunks in
-        both indexes. Each document is written whole or not at all.
+        both indexes. Each document is written whole or not at all. A document whose
+        text is over ``max_document_bytes`` (UTF-8; default 10 MiB, set on the
+        ``Retriever``) raises :class:`InvalidDocumentError` and nothing is written.
 
         ``batch_size``: documents chunked and embedded per step (the progress bar moves
         per step); both indexes are written once 2,048 chunks are ready, and at the end."""
@@ -210,6 +238,7 @@ class Retriever:
             max_tokens=self.max_tokens,
             batch_size=batch_size,
             progress=show,
+            max_bytes=self.max_document_bytes,
         )
 
     def ingest(
@@ -221,9 +250,20 @@ class Retriever:
     ) -> IngestReport:
         """Add every ``.md``/``.markdown``/``.txt``/``.rst`` file under ``path``
         (recursively, or one file). Document ids are the paths relative to ``path``
-        (POSIX style); titles are the first Markdown H1, else the file name. All files
-        are read and validated before anything is written."""
-        return self.add(load_files(path, metadata=metadata), progress=progress)
+        (POSIX style; ``#``, control characters and bytes that are not UTF-8 written as
+        ``%XX``); titles are the first Markdown H1, else the file name. All files are
+        read before anything is written.
+
+        In a folder, each file stands alone: one that cannot be used is left out and
+        listed in the report's ``skipped`` (unsupported type, a symbolic link leaving
+        the folder, not a regular file, over ``max_document_bytes``, not UTF-8, binary)
+        or ``failed`` (could not be read), with the reason, and the rest are added.
+        Links inside the folder are followed, each file read once; FIFOs, devices,
+        sockets and anything under ``/proc``, ``/sys`` or ``/dev`` are never read. A file
+        named directly that cannot be used raises :class:`InvalidDocumentError`."""
+        loaded = load_files(path, metadata=metadata, max_bytes=self.max_document_bytes)
+        report = self.add(loaded.documents, progress=progress)
+        return replace(report, skipped=loaded.skipped, failed=loaded.failed)
 
     def delete(self, document_ids: Sequence[str]) -> int:
         """Delete documents (by document id) from both indexes. Returns chunks removed."""

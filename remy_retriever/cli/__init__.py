@@ -1,29 +1,48 @@
 """The ``remy`` command line: ``ingest``, ``search``, ``memory``, ``doctor`` and ``eval``.
 
 One module per command, each with ``add_parser(subparsers)`` and ``run(args) -> int``;
-this module puts them together. The commands use the public API only (the package's
-top-level names, :class:`~remy_retriever.retriever.Retriever`,
+this module puts them together. The commands use the public API (the package's top-level
+names, :class:`~remy_retriever.retriever.Retriever`,
 :func:`~remy_retriever.ingest.files.load_files`, :class:`~remy_retriever.memory.MemoryStore`
-and :mod:`remy_retriever.evaluation`). A :class:`~remy_retriever.errors.RemyError` is
-printed as ``remy: error: ...`` with exit code 2.
+and :mod:`remy_retriever.evaluation`), plus :mod:`.common`'s look at which collections a
+store has (so that a command that reads creates nothing).
+
+Exit codes: 0 done, 1 (``remy doctor``) drift found and left, 2 an error. Every error,
+a :class:`~remy_retriever.errors.RemyError` or anything unexpected, is printed as one
+``remy: error: ...`` line on stderr, never as a traceback. Human-readable output and error
+messages are escaped for the terminal (:func:`.common.terminal_safe`): stored text cannot
+move the cursor, retitle or clear the terminal, or reorder what is shown. ``--json``
+output is exact.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import sys
 from collections.abc import Callable, Sequence
+from typing import NoReturn
 
 from ..errors import RemyError
 from . import doctor, ingest, memory, search
 from . import eval as eval_command
+from .common import TerminalWriter, terminal_safe
 
 __all__ = ["build_parser", "main", "memory_main"]
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, with its usage errors escaped for the terminal like every message."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(2, f"{self.prog}: error: {terminal_safe(message)}\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``remy`` parser; parsed arguments carry ``run``, the command's ``run``."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="remy", description="Hybrid BM25 + dense retrieval over Chroma, with citations."
     )
     subparsers = parser.add_subparsers(dest="command", required=True)
@@ -36,11 +55,38 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run ``remy`` with ``argv`` (default ``sys.argv[1:]``); returns the exit code."""
     args = build_parser().parse_args(argv)
     run: Callable[[argparse.Namespace], int] = args.run
+    out = sys.stdout if getattr(args, "json", False) else TerminalWriter(sys.stdout)
     try:
-        return run(args)
+        with contextlib.redirect_stdout(out):
+            code = run(args)
+            out.flush()  # a closed pipe fails here, not at exit
+        return code
     except RemyError as exc:
-        print(f"remy: error: {exc}", file=sys.stderr)
+        return _fail(str(exc))
+    except BrokenPipeError:  # the reader went away (`remy search ... | head -1`)
+        _silence_stdout()
         return 2
+    except KeyboardInterrupt:
+        return _fail("interrupted")
+    except Exception as exc:
+        if os.environ.get("REMY_DEBUG"):
+            raise
+        return _fail(
+            f"unexpected {type(exc).__name__}: {exc} (a bug in remy-retriever: please "
+            "report it; REMY_DEBUG=1 shows the traceback)"
+        )
+
+
+def _fail(message: str) -> int:
+    print(f"remy: error: {terminal_safe(message)}", file=sys.stderr)
+    return 2
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so that the flush at exit does not fail again."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
 
 
 def memory_main(argv: Sequence[str]) -> int:

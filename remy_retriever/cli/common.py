@@ -1,32 +1,125 @@
-"""What several ``remy`` commands share: the store flags, JSON flag values, output helpers."""
+"""What several ``remy`` commands share: the store flags, opening a store without creating
+it, JSON flag values, output helpers and the escaping of human-readable output."""
 
 from __future__ import annotations
 
 import argparse
 import json
-from typing import Any
+import re
+from typing import Any, TextIO
 
-from ..errors import InvalidFilterError, InvalidInputError
+from ..errors import CollectionNotFoundError, InvalidFilterError, InvalidInputError, StoreError
+from ..retriever import Retriever
+from ..stores.chroma import open_client
+from ..stores.documents import TABLE_SUFFIX
 
 __all__ = [
     "DB_HELP",
+    "EMBEDDER_HELP",
+    "TerminalWriter",
+    "add_embedder_flag",
     "add_rerank_flags",
     "add_store_flags",
     "clip",
     "json_object",
+    "open_retriever",
     "parse_json",
     "print_json",
+    "require_collection",
+    "terminal_safe",
 ]
 
 DB_HELP = "embedded Chroma directory (default ./remy_data)"
+EMBEDDER_HELP = (
+    "sentence-transformers model name or local model directory to embed with (default: "
+    "the model the collection records; needed for one built with a custom embedder)"
+)
+
+#: What a terminal could act on: C0 controls but tab and newline, DEL, C1 controls (ESC,
+#: CSI and OSC sequences start here), bidirectional overrides and isolates (they reorder
+#: the text shown), and lone surrogates (not encodable; they would crash the print).
+_UNSAFE = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
+)
+
+
+def terminal_safe(text: str) -> str:
+    """``text`` with every character a terminal could act on written as a visible escape
+    (``\\x1b``, ``\\u202e``); tabs and newlines stay."""
+    return _UNSAFE.sub(_escape, text)
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+class TerminalWriter:
+    """A stream that writes :func:`terminal_safe` text to ``target``: every command's
+    human-readable output goes through one (``--json`` output does not: it stays exact)."""
+
+    def __init__(self, target: TextIO) -> None:
+        self._target = target
+
+    def write(self, text: str) -> int:
+        self._target.write(terminal_safe(text))
+        return len(text)
+
+    def flush(self) -> None:
+        self._target.flush()
+
+    def __getattr__(self, name: str) -> Any:  # encoding, isatty(), fileno() ...
+        return getattr(self._target, name)
 
 
 def add_store_flags(
     parser: argparse.ArgumentParser, *, collection: str = "docs", collection_help: str | None = None
 ) -> None:
-    """Add ``--db`` and ``--collection`` (default ``collection``) to ``parser``."""
+    """Add ``--db``, ``--collection`` (default ``collection``) and ``--embedder``."""
     parser.add_argument("--db", default="./remy_data", help=DB_HELP)
     parser.add_argument("--collection", default=collection, help=collection_help)
+    add_embedder_flag(parser)
+
+
+def add_embedder_flag(parser: argparse.ArgumentParser) -> None:
+    """Add ``--embedder NAME_OR_PATH`` (default: what the collection records)."""
+    parser.add_argument("--embedder", default=None, metavar="NAME_OR_PATH", help=EMBEDDER_HELP)
+
+
+def require_collection(db: str, collection: str) -> None:
+    """Raise :class:`CollectionNotFoundError` unless the embedded store ``db`` exists and
+    has ``collection``, naming the collections it does have. Creates nothing."""
+    client = open_client(db, None, create=False).client
+    try:
+        names = sorted(c.name for c in client.list_collections())
+    except Exception as exc:
+        msg = f"cannot list the collections of the store {db!r}: {exc}"
+        raise StoreError(msg) from exc
+    names = [n for n in names if not n.endswith(TABLE_SUFFIX)]
+    if collection in names:
+        return
+    if names:
+        have = f"it has {', '.join(map(repr, names[:20]))}{' ...' if len(names) > 20 else ''}"
+        fix = "pass --collection with one of them"
+    else:
+        have = "it has no collections yet"
+        fix = f"add documents first (`remy ingest PATH --db {db}`)"
+    msg = f"no collection {collection!r} in the remy store {db!r}; {have}: {fix}"
+    raise CollectionNotFoundError(msg)
+
+
+def open_retriever(
+    args: argparse.Namespace, *, collection: str | None = None, create: bool = False
+) -> Retriever:
+    """The store ``--db``'s ``collection`` (default ``--collection``) with ``--embedder``.
+    Unless ``create`` (``remy ingest``), nothing is created: a missing store or collection
+    raises :class:`CollectionNotFoundError` saying what exists."""
+    name = args.collection if collection is None else collection
+    if not create:
+        require_collection(args.db, name)
+    return Retriever(
+        args.db, collection=name, create=create, embedder=getattr(args, "embedder", None)
+    )
 
 
 def add_rerank_flags(parser: argparse.ArgumentParser) -> None:
@@ -44,12 +137,8 @@ def add_rerank_flags(parser: argparse.ArgumentParser) -> None:
 
 def parse_json(text: str, flag: str) -> Any:
     """``text`` parsed as any JSON value; raises :class:`InvalidFilterError` naming ``flag``
-    if it is not JSON (``remy search --where``)."""
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        msg = f"{flag} is not valid JSON ({exc.msg}): {text!r}"
-        raise InvalidFilterError(msg) from exc
+    if it is not JSON or nests too deeply to parse (``remy search --where``)."""
+    return _loads(text, flag, InvalidFilterError)
 
 
 def json_object(text: str | None, flag: str) -> Any:
@@ -57,15 +146,23 @@ def json_object(text: str | None, flag: str) -> Any:
     object: :class:`InvalidFilterError` for ``--where``, else :class:`InvalidInputError`."""
     if text is None:
         return None
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        msg = f"{flag} is not valid JSON ({exc.msg}): {text!r}"
-        raise (InvalidFilterError if flag == "--where" else InvalidInputError)(msg) from exc
+    error = InvalidFilterError if flag == "--where" else InvalidInputError
+    value = _loads(text, flag, error)
     if not isinstance(value, dict):
-        msg = f'{flag} must be a JSON object like \'{{"key": "value"}}\', got {text!r}'
-        raise (InvalidFilterError if flag == "--where" else InvalidInputError)(msg)
+        msg = f'{flag} must be a JSON object like \'{{"key": "value"}}\', got {text!r:.200}'
+        raise error(msg)
     return value
+
+
+def _loads(text: str, flag: str, error: type[InvalidInputError]) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        msg = f"{flag} is not valid JSON ({exc.msg}): {text!r:.200}"
+        raise error(msg) from exc
+    except RecursionError:  # json.loads recurses per nesting level
+        msg = f"{flag} nests too deeply to parse ({len(text)} characters); flatten it"
+        raise error(msg) from None
 
 
 def print_json(value: Any, *, ascii_only: bool = False) -> None:

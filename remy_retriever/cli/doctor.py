@@ -6,8 +6,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 
-from ..retriever import Retriever
-from .common import add_store_flags, print_json
+from .common import add_store_flags, open_retriever, print_json
 
 __all__ = ["add_parser", "run"]
 
@@ -25,7 +24,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
 
 def run(args: argparse.Namespace) -> int:
     """Run ``remy doctor``: prints the report (or its JSON); returns the exit code."""
-    with Retriever(args.db, collection=args.collection, create=False) as r:
+    with open_retriever(args) as r:
         report = r.doctor(repair=args.repair)
     data = dataclasses.asdict(report)
     data["ok"] = report.ok

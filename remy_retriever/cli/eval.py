@@ -5,12 +5,13 @@ fingerprint and reused."""
 from __future__ import annotations
 
 import argparse
+import hashlib
 from pathlib import Path
 from typing import Any
 
 from ..evaluation import evaluate, load_beir, machine_info
 from ..retriever import Retriever
-from .common import add_rerank_flags, print_json
+from .common import add_embedder_flag, add_rerank_flags, print_json
 
 __all__ = ["add_parser", "run"]
 
@@ -26,6 +27,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     parser.add_argument("--fusion", default="convex", choices=["rrf", "convex"])
     parser.add_argument("--alpha", type=float, default=0.4, help="semantic weight (convex)")
     add_rerank_flags(parser)
+    add_embedder_flag(parser)
     parser.add_argument("--cache", default=None, help="directory for the built index (reused)")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None)
@@ -38,8 +40,11 @@ def run(args: argparse.Namespace) -> int:
     modes = args.mode or ["lexical", "semantic", "hybrid"]
     cache = Path(args.cache) if args.cache else Path(".cache") / "remy-eval"
     store = cache / f"{dataset.name}-{dataset.fingerprint}"
+    if args.embedder is not None:  # one cached index per model
+        model = hashlib.sha256(args.embedder.encode("utf-8", "surrogatepass")).hexdigest()
+        store = store.with_name(f"{store.name}-{model[:12]}")
     measures = (f"nDCG@{args.k}", f"R@{args.depth}")
-    with Retriever(store, collection="beir") as r:
+    with Retriever(store, collection="beir", embedder=args.embedder) as r:
         report = r.add(dataset.documents(), progress=args.progress)
         results: dict[str, Any] = {}
         for mode in modes:

@@ -14,7 +14,7 @@ from .. import Memory
 from ..errors import CollectionNotFoundError, InvalidInputError
 from ..memory import MemoryStore
 from ..retriever import Retriever
-from .common import add_store_flags, clip, json_object, print_json
+from .common import add_store_flags, clip, json_object, print_json, require_collection
 
 __all__ = ["add_parser", "run"]
 
@@ -79,31 +79,36 @@ def _memory_flags(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run a parsed ``remy memory ...`` command; prints, returns the exit code."""
     command = args.memory_command
+    # The JSON flags first: a bad one must not leave a new store behind.
+    metadata = json_object(getattr(args, "metadata", None), "--metadata")
+    where = json_object(getattr(args, "where", None), "--where")
+    if command != "add":  # only `add` creates the store and the collection
+        require_collection(args.db, args.collection)
     linked = _linked_retriever(args) if command == "search" else None
-    with MemoryStore(args.db, collection=args.collection, retriever=linked) as store:
+    with MemoryStore(
+        args.db, collection=args.collection, retriever=linked, embedder=args.embedder
+    ) as store:
         if command == "add":
             memory = store.add(
                 args.content,
-                metadata=json_object(args.metadata, "--metadata"),
+                metadata=metadata,
                 container_tag=args.container,
                 document_ids=args.document,
             )
             _print_memory(memory, args.json, "added")
         elif command == "update":
-            memory = store.update(
-                args.id, args.content, metadata=json_object(args.metadata, "--metadata")
-            )
+            memory = store.update(args.id, args.content, metadata=metadata)
             _print_memory(memory, args.json, f"updated {args.id} ->")
         elif command == "forget":
             _print_memory(store.forget(args.id), args.json, "forgot")
         elif command == "history":
             _print_history(store.history(args.id), args.json)
         else:
-            _search(store, args)
+            _search(store, args, where)
     return 0
 
 
-def _search(store: MemoryStore, args: argparse.Namespace) -> None:
+def _search(store: MemoryStore, args: argparse.Namespace, where: Any) -> None:
     include = {"relatedMemories": args.related, "documents": args.documents}
     response = store.search(
         args.query,
@@ -113,7 +118,7 @@ def _search(store: MemoryStore, args: argparse.Namespace) -> None:
         threshold=args.threshold,
         include=include,
         container_tag=args.container,
-        where=json_object(args.where, "--where"),
+        where=where,
         rerank=args.rerank,
     )
     if args.json:
@@ -126,7 +131,9 @@ def _linked_retriever(args: argparse.Namespace) -> Retriever | None:
     """The document collection a search may include; ``None`` if there is none and the
     search is over memories only."""
     try:
-        return Retriever(args.db, collection=args.docs_collection, create=False)
+        return Retriever(
+            args.db, collection=args.docs_collection, create=False, embedder=args.embedder
+        )
     except CollectionNotFoundError:
         if args.search_mode != "memories":
             msg = (

@@ -6,8 +6,15 @@ from __future__ import annotations
 import argparse
 
 from .. import SearchHit
-from ..retriever import Retriever
-from .common import add_rerank_flags, add_store_flags, clip, json_object, parse_json, print_json
+from .common import (
+    add_rerank_flags,
+    add_store_flags,
+    clip,
+    json_object,
+    open_retriever,
+    parse_json,
+    print_json,
+)
 
 __all__ = ["add_document_search_flags", "add_parser", "document_search", "run"]
 
@@ -53,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
     if args.documents:
         return document_search(args)
     where = parse_json(args.where, "--where") if args.where else None
-    with Retriever(args.db, collection=args.collection, create=False) as r:
+    with open_retriever(args) as r:
         hits = r.search(
             args.query,
             mode=args.mode,
@@ -114,7 +121,7 @@ def document_search(args: argparse.Namespace) -> int:
     ``--json`` the ``DocumentSearchResponse`` wire JSON; returns the exit code."""
     where = json_object(getattr(args, "where", None), "--where")
     rerank = getattr(args, "rerank", None) or False
-    with Retriever(args.db, collection=args.collection, create=False) as retriever:
+    with open_retriever(args) as retriever:
         response = retriever.search_documents(
             args.query,
             limit=args.k,

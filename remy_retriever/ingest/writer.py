@@ -23,6 +23,7 @@ from ..options import check_int
 from ..records import DOCUMENT_ID_KEY
 from ..stores.sync import StoreSync
 from ..validation import as_list, check_storable
+from .files import DEFAULT_MAX_DOCUMENT_BYTES, FileIssue
 from .planner import WriteBatch, existing_documents, plan_batch
 
 __all__ = ["WRITE_GROUP_CHUNKS", "IngestReport", "Ingestor"]
@@ -35,13 +36,20 @@ WRITE_GROUP_CHUNKS = 2048
 
 @dataclass(frozen=True)
 class IngestReport:
-    """What a :meth:`Retriever.add` call did."""
+    """What a :meth:`Retriever.add` or :meth:`Retriever.ingest` call did.
+
+    ``skipped`` and ``failed`` (folder ingest only) list the files left out, each a
+    :class:`~remy_retriever.ingest.files.FileIssue` with its path and reason: skipped
+    files are not usable documents (unsupported type, a link leaving the folder, too
+    large, not UTF-8...), failed ones could not be read (e.g. permission denied)."""
 
     added: tuple[str, ...] = ()
     updated: tuple[str, ...] = ()
     unchanged: tuple[str, ...] = ()
     chunks_written: int = 0
     chunks_deleted: int = 0
+    skipped: tuple[FileIssue, ...] = ()
+    failed: tuple[FileIssue, ...] = ()
 
 
 class Ingestor:
@@ -58,11 +66,12 @@ class Ingestor:
         max_tokens: int,
         batch_size: int,
         progress: bool,
+        max_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES,
     ) -> IngestReport:
         """Add or replace documents (see :meth:`remy_retriever.Retriever.add`)."""
         docs = as_list(documents, "add()", "[Document(id='guide', text='...')]")
         check_int("batch_size", batch_size)
-        _check_documents(docs)
+        _check_documents(docs, max_bytes)
         added: list[str] = []
         updated: list[str] = []
         unchanged: list[str] = []
@@ -166,7 +175,7 @@ class Ingestor:
         return out
 
 
-def _check_documents(docs: Sequence[object]) -> None:
+def _check_documents(docs: Sequence[object], max_bytes: int) -> None:
     seen: set[str] = set()
     for doc in docs:
         if not isinstance(doc, Document):
@@ -176,7 +185,23 @@ def _check_documents(docs: Sequence[object]) -> None:
             msg = f"document id {doc.id!r} appears twice in one add() call; dedupe first"
             raise InvalidDocumentError(msg)
         check_storable(doc)
+        # UTF-8 takes at most 4 bytes a character: only long texts need encoding.
+        if len(doc.text) * 4 > max_bytes:
+            size = len(doc.text.encode("utf-8"))
+            if size > max_bytes:
+                msg = (
+                    f"Document {doc.id!r} is {size:,} bytes of text, over the limit of "
+                    f"{max_bytes:,} bytes; split it into smaller documents, or raise the "
+                    f"limit with Retriever(..., max_document_bytes={_round_up(size)})"
+                )
+                raise InvalidDocumentError(msg)
         seen.add(doc.id)
+
+
+def _round_up(size: int) -> int:
+    """``size`` rounded up to whole MiB (a limit to suggest)."""
+    mib = 2**20
+    return -(-size // mib) * mib
 
 
 def slices(bounds: Sequence[int], limit: int) -> list[int]:

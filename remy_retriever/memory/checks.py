@@ -6,14 +6,26 @@ for a ``where`` on the reserved ``memory_`` keys) with a message saying what to 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping, Sequence
 
-from ..documents import Document, MetadataValue, validate_document_id
+from ..documents import (
+    MAX_METADATA_BYTES,
+    MAX_METADATA_KEYS,
+    Document,
+    MetadataValue,
+    metadata_limit_error,
+    validate_document_id,
+)
 from ..errors import InvalidFilterError, InvalidInputError
 from ..filters import And, Compare, Filter, Or
+from ..reprs import short_repr
 from .model import MEMORY_PREFIX
 
 __all__ = [
+    "MAX_LINKED_DOCUMENTS",
+    "MAX_MEMORY_METADATA_BYTES",
+    "MAX_MEMORY_METADATA_KEYS",
     "check_container_key",
     "check_content",
     "check_context_depth",
@@ -28,6 +40,16 @@ __all__ = [
 
 _MAX_CONTENT_CHARS = 1_000_000
 _MAX_TAG_CHARS = 256
+# A memory is stored as a document whose metadata also holds the store's ``memory_*``
+# bookkeeping (up to 18 keys; parents and linked document ids as JSON), so the user's
+# share is the document limits minus room for it.
+#: Most metadata keys of one memory.
+MAX_MEMORY_METADATA_KEYS = MAX_METADATA_KEYS - 32
+#: Largest total of one memory's metadata (as for documents, in UTF-8 bytes).
+MAX_MEMORY_METADATA_BYTES = MAX_METADATA_BYTES - 64 * 1024
+#: Most documents one memory may link to.
+MAX_LINKED_DOCUMENTS = 100
+_MAX_LINKED_JSON_CHARS = 32 * 1024
 _SEARCH_MODES = ("memories", "hybrid", "documents")
 _INCLUDE = {"relatedMemories": "relatedMemories", "related_memories": "relatedMemories"}
 _INCLUDE.update(documents="documents")
@@ -36,7 +58,7 @@ _INCLUDE.update(documents="documents")
 def check_context_depth(context_depth: object) -> int:
     """How many parent/child steps search context reaches: an int from 0 to 100."""
     if isinstance(context_depth, bool) or not isinstance(context_depth, int):
-        msg = f"context_depth must be an int between 0 and 100, got {context_depth!r}"
+        msg = f"context_depth must be an int between 0 and 100, got {short_repr(context_depth)}"
         raise InvalidInputError(msg)
     if not 0 <= context_depth <= 100:
         msg = f"context_depth must be an int between 0 and 100, got {context_depth!r}"
@@ -50,7 +72,7 @@ def check_container_key(key: object) -> str | None:
         return key
     msg = (
         "document_container_key must be a non-empty metadata key, or None for "
-        f"documents shared by every container; got {key!r}"
+        f"documents shared by every container; got {short_repr(key)}"
     )
     raise InvalidInputError(msg)
 
@@ -58,7 +80,10 @@ def check_container_key(key: object) -> str | None:
 def check_memory_id(memory_id: object) -> str:
     """A memory version id (a valid document id)."""
     if not isinstance(memory_id, str) or not memory_id:
-        msg = f"memory id must be a non-empty str like 'mem_<32 hex digits>', got {memory_id!r}"
+        msg = (
+            "memory id must be a non-empty str like 'mem_<32 hex digits>', got "
+            f"{short_repr(memory_id)}"
+        )
         raise InvalidInputError(msg)
     return validate_document_id(memory_id)
 
@@ -66,10 +91,13 @@ def check_memory_id(memory_id: object) -> str:
 def check_content(content: object) -> str:
     """A memory's text: a str, not blank, at most 1,000,000 characters, no NUL byte."""
     if not isinstance(content, str):
-        msg = f"memory content must be str, got {type(content).__name__} {content!r:.80}"
+        msg = f"memory content must be str, got {type(content).__name__} {short_repr(content)}"
         raise InvalidInputError(msg)
     if not content.strip():
-        msg = f"memory content is empty or whitespace only ({content!r:.40}); pass some text"
+        msg = (
+            f"memory content is empty or whitespace only ({short_repr(content, 40)}); "
+            "pass some text"
+        )
         raise InvalidInputError(msg)
     if len(content) > _MAX_CONTENT_CHARS:
         msg = (
@@ -90,29 +118,42 @@ def check_tag(tag: object) -> str | None:
     if not isinstance(tag, str) or not tag.strip() or len(tag) > _MAX_TAG_CHARS or "\x00" in tag:
         msg = (
             f"container_tag must be a non-blank str of at most {_MAX_TAG_CHARS} characters "
-            f"(e.g. 'user_123'), or None; got {tag!r:.80}"
+            f"(e.g. 'user_123'), or None; got {short_repr(tag)}"
         )
         raise InvalidInputError(msg)
     return tag
 
 
 def check_metadata(metadata: object) -> dict[str, MetadataValue]:
-    """User metadata as a new dict (``{}`` for ``None``); ``memory_`` keys are refused."""
+    """User metadata as a new dict (``{}`` for ``None``); ``memory_`` keys are refused,
+    and at most :data:`MAX_MEMORY_METADATA_KEYS` keys and
+    :data:`MAX_MEMORY_METADATA_BYTES` bytes are taken (per key and value as for
+    documents)."""
     if metadata is None:
         return {}
     if not isinstance(metadata, Mapping):
-        msg = f"metadata must be a dict of str to str/int/float/bool, got {metadata!r:.80}"
+        msg = (
+            "metadata must be a dict of str to str/int/float/bool, got "
+            f"{type(metadata).__name__} {short_repr(metadata)}"
+        )
         raise InvalidInputError(msg)
-    for key in metadata:
+    meta = dict(metadata)
+    for key in meta:
         if isinstance(key, str) and key.startswith(MEMORY_PREFIX):
             msg = (
-                f"metadata key {key!r} is reserved for the memory store's bookkeeping (keys "
-                f"may not start with {MEMORY_PREFIX!r}); rename it"
+                f"metadata key {short_repr(key)} is reserved for the memory store's "
+                f"bookkeeping (keys may not start with {MEMORY_PREFIX!r}); rename it"
             )
             raise InvalidInputError(msg)
+    problem = metadata_limit_error(
+        meta, max_keys=MAX_MEMORY_METADATA_KEYS, max_bytes=MAX_MEMORY_METADATA_BYTES
+    )
+    if problem is not None:
+        msg = f"memory {problem}"
+        raise InvalidInputError(msg)
     # Document validates the rest (key types, the 'remy_' prefix, value types).
-    Document(id="metadata-check", text="", metadata=dict(metadata))
-    return dict(metadata)
+    Document(id="metadata-check", text="", metadata=meta)
+    return meta
 
 
 def check_document_ids(ids: object) -> tuple[str, ...]:
@@ -122,20 +163,36 @@ def check_document_ids(ids: object) -> tuple[str, ...]:
     if isinstance(ids, str) or not isinstance(ids, Sequence):
         msg = (
             f"document_ids must be a list of document ids, got {type(ids).__name__} "
-            f"{ids!r:.80}; wrap a single id in a list"
+            f"{short_repr(ids)}; wrap a single id in a list"
         )
         raise InvalidInputError(msg)
-    return tuple(dict.fromkeys(validate_document_id(d) for d in ids))
+    if len(ids) > MAX_LINKED_DOCUMENTS:
+        msg = (
+            f"document_ids has {len(ids):,} ids, over the limit of {MAX_LINKED_DOCUMENTS} "
+            "linked documents per memory; link the most relevant ones"
+        )
+        raise InvalidInputError(msg)
+    out = tuple(dict.fromkeys(validate_document_id(d) for d in ids))
+    if len(json.dumps(list(out))) > _MAX_LINKED_JSON_CHARS:
+        msg = (
+            f"document_ids are {len(json.dumps(list(out))):,} characters as JSON, over the "
+            f"limit of {_MAX_LINKED_JSON_CHARS:,} per memory; link fewer documents"
+        )
+        raise InvalidInputError(msg)
+    return out
 
 
 def check_search(search_mode: object, limit: object, threshold: object) -> None:
     """The search mode (one of :data:`~remy_retriever.memory.SearchMode`), ``limit``
     (an int from 1 to 1000) and ``threshold`` (a number from 0 to 1)."""
     if search_mode not in _SEARCH_MODES:
-        msg = f"unknown search_mode {search_mode!r}; use 'memories', 'hybrid' or 'documents'"
+        msg = (
+            f"unknown search_mode {short_repr(search_mode)}; use 'memories', 'hybrid' or "
+            "'documents'"
+        )
         raise InvalidInputError(msg)
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 1000:
-        msg = f"limit must be an int between 1 and 1000, got {limit!r}"
+        msg = f"limit must be an int between 1 and 1000, got {short_repr(limit)}"
         raise InvalidInputError(msg)
     if (
         isinstance(threshold, bool)
@@ -143,7 +200,8 @@ def check_search(search_mode: object, limit: object, threshold: object) -> None:
         or not 0 <= threshold <= 1
     ):
         msg = (
-            f"threshold must be a number between 0 and 1 (similarities are 0-1), got {threshold!r}"
+            "threshold must be a number between 0 and 1 (similarities are 0-1), got "
+            f"{short_repr(threshold)}"
         )
         raise InvalidInputError(msg)
 
@@ -159,17 +217,19 @@ def check_include(include: object) -> dict[str, bool]:
     elif isinstance(include, (str, bytes)) or not isinstance(include, Iterable):
         msg = (
             f"include must be a set like {{'relatedMemories', 'documents'}} or a dict of "
-            f"flags, got {include!r:.80}"
+            f"flags, got {short_repr(include)}"
         )
         raise InvalidInputError(msg)
     else:
         items = [(name, True) for name in include]
     for name, value in items:
         if name not in _INCLUDE:
-            msg = f"unknown include flag {name!r}; use 'relatedMemories' and/or 'documents'"
+            msg = (
+                f"unknown include flag {short_repr(name)}; use 'relatedMemories' and/or 'documents'"
+            )
             raise InvalidInputError(msg)
         if not isinstance(value, bool):
-            msg = f"include[{name!r}] must be True or False, got {value!r}"
+            msg = f"include[{name!r}] must be True or False, got {short_repr(value)}"
             raise InvalidInputError(msg)
         flags[_INCLUDE[name]] = value
     return flags

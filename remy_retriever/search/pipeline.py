@@ -75,7 +75,8 @@ class SearchPipeline:
         if options.min_score is not None:
             hits = [h for h in hits if h.score >= options.min_score]
         if options.highlight:
-            terms = distinctive_terms(query, self.sync.lexical.idf(analyze_query(query)))
+            idf = self.sync.lexical.idf(analyze_query(query), options.filter)
+            terms = distinctive_terms(query, idf)
             hits = [replace(h, matches=highlight(h.text, terms)) for h in hits]
         if options.expand:
             hits = with_neighbors(self.sync.dense, hits, int(options.expand), options.filter)
@@ -127,7 +128,7 @@ class SearchPipeline:
         hits = self.run(query, options, default_reranker=default_reranker)
         ceiling = 0.0
         if options.mode != "semantic" and any(h.retrieval_rank is None for h in hits):
-            ceiling = query_ceiling(query, self.sync.lexical.idf)
+            ceiling = query_ceiling(query, lambda t: self.sync.lexical.idf(t, options.filter))
         return calibrate(hits, mode=options.mode, ceiling=ceiling)
 
 

@@ -20,12 +20,28 @@ from typing import Any, TypeVar
 import chromadb
 import httpx
 
-from ..errors import InvalidInputError, RemyError, ServerUnavailableError, StoreError
+from ..errors import (
+    CollectionNotFoundError,
+    InvalidInputError,
+    RemyError,
+    ServerUnavailableError,
+    StoreError,
+)
 from ..retry import DEFAULT_RETRY, RetryPolicy
 
-__all__ = ["ChromaCalls", "OpenedClient", "lexical_cache_dir", "open_client", "paged"]
+__all__ = [
+    "ChromaCalls",
+    "OpenedClient",
+    "lexical_cache_dir",
+    "local_path",
+    "open_client",
+    "paged",
+]
 
 T = TypeVar("T")
+
+#: The file that makes a directory an embedded Chroma store.
+_STORE_FILE = "chroma.sqlite3"
 
 _CONNECTION_HINTS = (
     "connect",
@@ -134,16 +150,130 @@ class OpenedClient:
     store_dir: Path | None
 
 
-def open_client(path: str | os.PathLike[str] | None, client: Any) -> OpenedClient:
+def open_client(
+    path: str | os.PathLike[str] | None, client: Any, *, create: bool = True
+) -> OpenedClient:
     """An embedded ``PersistentClient`` at ``path`` (default ``./remy_data``), or the
-    given client described."""
-    if client is None:
-        # Absolute: chromadb caches clients by path string, so a relative path reused
-        # after a chdir would reach the cached client of another directory.
-        root = Path(path if path is not None else "./remy_data").resolve()
+    given client described.
+
+    The path is checked before Chroma sees it: a ``str`` or ``os.PathLike[str]`` naming a
+    directory this process can write to (Chroma's embedded store writes to its SQLite
+    file even to read). With ``create=False`` nothing is created: a missing store raises
+    :class:`CollectionNotFoundError`. Chroma's own failures become :class:`StoreError`
+    naming the path."""
+    if client is not None:
+        return OpenedClient(client, _describe_client(client), _embedded_dir(client))
+    # Absolute: chromadb caches clients by path string, so a relative path reused after
+    # a chdir would reach the cached client of another directory.
+    root = local_path("./remy_data" if path is None else path, "path")
+    _check_store_dir(root, create=create)
+    try:
         persistent = chromadb.PersistentClient(path=str(root))
-        return OpenedClient(persistent, f"embedded store {str(root)!r}", root)
-    return OpenedClient(client, _describe_client(client), _embedded_dir(client))
+    except Exception as exc:
+        msg = (
+            f"cannot open the embedded store at {str(root)!r} ({type(exc).__name__}: "
+            f"{exc}); check that it is a Chroma store directory you can write to"
+        )
+        raise StoreError(msg) from exc
+    return OpenedClient(persistent, f"embedded store {str(root)!r}", root)
+
+
+def local_path(value: object, what: str) -> Path:
+    """``value`` (a ``str`` or ``os.PathLike[str]``) as an absolute :class:`Path`.
+
+    Raises :class:`InvalidInputError` naming ``what`` for anything else: another type,
+    bytes (decode them first), an empty string, a NUL character."""
+    text: object = value
+    if isinstance(value, os.PathLike):
+        try:
+            text = os.fspath(value)
+        except Exception as exc:
+            msg = f"{what} {value!r:.80} does not give a file system path ({exc})"
+            raise InvalidInputError(msg) from exc
+    if isinstance(text, (bytes, bytearray)):
+        msg = (
+            f"{what} must be a str or pathlib.Path, got bytes {value!r:.80}; decode it "
+            "first (os.fsdecode(path))"
+        )
+        raise InvalidInputError(msg)
+    if not isinstance(text, str):
+        msg = (
+            f"{what} must be a directory path (str or pathlib.Path), got "
+            f"{type(value).__name__} {value!r:.80}"
+        )
+        raise InvalidInputError(msg)
+    if not text:
+        msg = f"{what} is empty; pass a directory such as './remy_data'"
+        raise InvalidInputError(msg)
+    if "\0" in text:
+        msg = f"{what} {text!r:.200} contains a NUL character, which no file name can hold"
+        raise InvalidInputError(msg)
+    try:
+        return Path(text).resolve()
+    except (OSError, RuntimeError) as exc:  # e.g. a symlink loop
+        msg = f"{what} {text!r:.200} cannot be resolved ({exc}); check the path"
+        raise InvalidInputError(msg) from exc
+
+
+def _check_store_dir(root: Path, *, create: bool) -> None:
+    """Refuse what Chroma would fail on with a raw error, before it creates anything."""
+    shown = repr(str(root))
+    if not root.exists():
+        if not create:
+            msg = (
+                f"no remy store at {shown}: the directory does not exist; check the path "
+                "(create a store by adding documents, e.g. `remy ingest PATH --db DIR`)"
+            )
+            raise CollectionNotFoundError(msg)
+        parent = next((p for p in root.parents if p.exists()), None)
+        if parent is not None and not parent.is_dir():
+            msg = (
+                f"cannot create a store at {shown}: {str(parent)!r} is a file, not a "
+                "directory; pass another path"
+            )
+            raise InvalidInputError(msg)
+        if parent is not None and not os.access(parent, os.W_OK | os.X_OK):
+            msg = (
+                f"cannot create a store at {shown}: {str(parent)!r} is not writable; pass "
+                "a directory you can write to"
+            )
+            raise StoreError(msg)
+        return
+    if not root.is_dir():
+        msg = (
+            f"path {shown} is {_kind(root)}, not a directory; an embedded store is a "
+            "directory: pass a new or existing store directory (e.g. './remy_data')"
+        )
+        raise InvalidInputError(msg)
+    database = root / _STORE_FILE
+    if not create and not database.is_file():
+        msg = (
+            f"no remy store at {shown}: the directory holds no {_STORE_FILE}; check the "
+            "path (create a store by adding documents, e.g. `remy ingest PATH --db DIR`)"
+        )
+        raise CollectionNotFoundError(msg)
+    writable = os.access(root, os.W_OK | os.X_OK) and (
+        not database.exists() or os.access(database, os.R_OK | os.W_OK)
+    )
+    if not writable:
+        msg = (
+            f"the store at {shown} is read-only for this user; Chroma's embedded store "
+            f"writes to {_STORE_FILE} even to search, so make the directory and its files "
+            f"writable (chmod -R u+w {shown}) or copy the store to a writable place"
+        )
+        raise StoreError(msg)
+
+
+def _kind(path: Path) -> str:
+    if path.is_file():
+        return "a file"
+    if path.is_char_device() or path.is_block_device():
+        return "a device"
+    if path.is_fifo():
+        return "a FIFO"
+    if path.is_socket():
+        return "a socket"
+    return "something other than a directory"
 
 
 def lexical_cache_dir() -> Path:

@@ -1,24 +1,52 @@
 """The document table: whole documents kept beside their chunks, in Chroma.
 
 One record per document (full text, citation fields, timestamps) in a companion Chroma
-collection ``<collection>-remydocs``, so that Chroma stays the single source of truth.
-Records carry a constant 1-d vector: this collection is only ever read by id, never
-searched. Chroma I/O only; the record layout is :mod:`remy_retriever.records`'.
+collection ``<collection>-remydocs`` (:func:`table_name`), so that Chroma stays the single
+source of truth. Records carry a constant 1-d vector: this collection is only ever read by
+id, never searched. Chroma I/O only; the record layout is :mod:`remy_retriever.records`'.
+
+Names ending in :data:`TABLE_SUFFIX` are reserved for these tables (the Retriever refuses
+them as collection names), so a table never shares a name with a user's collection.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from chromadb.errors import NotFoundError
 
 from ..documents import Document
 from ..records import document_fields, pack, unpack
 from .chroma import ChromaCalls, paged
 
-__all__ = ["DocumentTable", "StoredDocument"]
+__all__ = ["TABLE_SUFFIX", "DocumentTable", "StoredDocument", "table_name"]
+
+#: The end of every document table's name; reserved: no user collection may end so.
+TABLE_SUFFIX = "-remydocs"
+#: Chroma's longest collection name.
+_MAX_NAME = 512
+#: Longer collection names get a hashed table name (the plain one would not fit).
+_PLAIN_UP_TO = _MAX_NAME - len(TABLE_SUFFIX) - 17
+
+
+def table_name(collection: str) -> str:
+    """The document table of ``collection``: ``<collection>-remydocs``; for names longer
+    than 486 characters, the first 486, ``-``, 16 hex digits of the name's SHA-256 and the
+    suffix (512 characters: no plain name's table is that long, so none can clash)."""
+    if len(collection) <= _PLAIN_UP_TO:
+        return collection + TABLE_SUFFIX
+    digest = hashlib.sha256(collection.encode("utf-8")).hexdigest()[:16]
+    return f"{collection[:_PLAIN_UP_TO]}-{digest}{TABLE_SUFFIX}"
+
+
+def _legacy_table_name(collection: str) -> str:
+    """The name stores made before :func:`table_name` used (long names cut short, so two
+    long names sharing 503 characters shared a table)."""
+    return collection[: _MAX_NAME - len(TABLE_SUFFIX)] + TABLE_SUFFIX
 
 
 @dataclass(frozen=True)
@@ -35,16 +63,23 @@ class StoredDocument:
 class DocumentTable:
     """Whole documents, one record per document (see the module docstring)."""
 
-    SUFFIX = "-remydocs"
+    SUFFIX = TABLE_SUFFIX
 
     def __init__(self, calls: ChromaCalls) -> None:
         self._calls = calls
-        name = calls.name[: 512 - len(self.SUFFIX)] + self.SUFFIX
-        self.collection = calls.call(
-            "open the document table",
-            lambda: calls.client.get_or_create_collection(
-                name, embedding_function=None, configuration={"hnsw": {"space": "cosine"}}
-            ),
+        self.collection = calls.call("open the document table", self._open)
+
+    def _open(self) -> Any:
+        client, name = self._calls.client, table_name(self._calls.name)
+        legacy = _legacy_table_name(self._calls.name)
+        if legacy != name:  # a long name: a store made before may have the old table
+            for candidate in (name, legacy):
+                try:
+                    return client.get_collection(candidate, embedding_function=None)
+                except (NotFoundError, ValueError):
+                    pass
+        return client.get_or_create_collection(
+            name, embedding_function=None, configuration={"hnsw": {"space": "cosine"}}
         )
 
     def upsert(

@@ -22,27 +22,27 @@ call is one atomic commit. Readers pick up commits (also other processes') cheap
 watching ``meta.json``.
 
 Damage: the index is derived data. When its files are missing or unreadable (segment
-files deleted, ``meta.json`` or ``lexical.json`` gone or garbled, ``state.json`` not
-JSON, or the tantivy index gone while ``state.json`` still records a sync), opening it
+files deleted, ``meta.json`` or ``lexical.json`` gone or garbled, ``state.json`` not a
+JSON object, or the tantivy index gone while ``state.json`` still records a sync), opening it
 raises :class:`LexicalIndexCorruptError` naming the path -- or, with ``recover=True``
 (what :class:`~remy_retriever.Retriever` passes), discards the files and starts empty
 with an empty state, so that the owner rebuilds it from Chroma. Damage first noticed by
 a read raises :class:`LexicalIndexCorruptError` too (never a raw tantivy error); call
-:meth:`LexicalIndex.reset` and rebuild.
+:meth:`LexicalIndex.reset` and rebuild. What ``state.json``'s values mean is the owner's
+business: :class:`~remy_retriever.stores.sync.SyncState` reads a wrong type or value as an
+interrupted write, which the next catch-up repairs from Chroma.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import math
 import os
 import shutil
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from pathlib import Path
 from types import TracebackType
 from typing import Any
 
@@ -52,6 +52,7 @@ from ..errors import IndexLockedError, InvalidInputError, InvalidQueryError, Rem
 from ..filters import Filter
 from ..records import LexicalRecord
 from ..text.analysis import analyze, sanitize
+from .chroma import local_path
 from .files import read_json, stat_signature, write_json_atomic, write_text_atomic
 from .tantivy_schema import (
     DOC_FIELD,
@@ -61,6 +62,7 @@ from .tantivy_schema import (
     ID_HASH_FIELD,
     TEXT_FIELD,
     assign_slots,
+    bm25_idf,
     build_schema,
     check_ids,
     check_k,
@@ -71,6 +73,8 @@ from .tantivy_schema import (
     first_str,
     load_slots,
     numeric_keys,
+    scoped_idf,
+    scoped_weights,
     search_query,
     split_id_hash,
     term_weights,
@@ -109,7 +113,16 @@ class LexicalIndex:
     """A persistent BM25 index over chunks, with Chroma-style metadata filters.
 
     Safe to share between threads: searches run concurrently, writes are serialized.
+
+    ``filter_statistics``: when True, a filtered search scores with BM25 statistics
+    (``N`` and each term's document frequency) counted inside the filter only, so that a
+    tenant's scores, ``explain`` and relevance do not reveal which terms other tenants'
+    chunks hold (:func:`~.tantivy_schema.scoped_weights`). Costs one count query per
+    query term and one for the filter.
     """
+
+    #: Score filtered searches with statistics counted inside the filter (see above).
+    filter_statistics: bool = False
 
     def __init__(
         self, path: str | os.PathLike[str], *, lock_timeout: float = 10.0, recover: bool = False
@@ -121,7 +134,7 @@ class LexicalIndex:
         ):
             msg = f"lock_timeout must be a number of seconds >= 0, got {lock_timeout!r}"
             raise InvalidInputError(msg)
-        self._root = Path(path)
+        self._root = local_path(path, "lexical_path")
         self._index_dir = self._root / _TANTIVY_DIR
         self._meta_file = self._root / _META_FILE
         self._state_file = self._root / _STATE_FILE
@@ -136,6 +149,7 @@ class LexicalIndex:
         self._index: tantivy.Index | None = None
         self._slots: dict[str, int] = {}
         self._signature: tuple[int, int, int] | None = None
+        self._check_writable()
         try:
             self._load()
         except LexicalIndexCorruptError as exc:
@@ -145,6 +159,20 @@ class LexicalIndex:
             self._discard_files()
             self._load()
             self.recovered_from = str(exc)
+
+    def _check_writable(self) -> None:
+        """A read-only index is not damage: say so rather than try to discard it."""
+        paths = [self._root, self._index_dir, self._meta_file, self._state_file]
+        if self._index_dir.is_dir():
+            paths += sorted(self._index_dir.iterdir())
+        blocked = [p for p in paths if p.exists() and not os.access(p, os.R_OK | os.W_OK)]
+        if blocked:
+            msg = (
+                f"the lexical index at {self._root} is read-only for this user "
+                f"({blocked[0]}); remy writes to it even to search (catch-up, repair): "
+                "make it writable (chmod -R u+w) or pass another lexical_path"
+            )
+            raise StoreError(msg)
 
     def _load(self) -> None:
         """Open (creating if needed) the index files; raise LexicalIndexCorruptError when
@@ -425,7 +453,10 @@ class LexicalIndex:
         if total == 0:
             return []
         with self._guard("search"):
-            query = search_query(self._schema, weights, where, self._slots)
+            boosts: Mapping[str, float] = weights
+            if self.filter_statistics and where is not None:
+                boosts = scoped_weights(searcher, self._schema, self._slots, weights, where)
+            query = search_query(self._schema, boosts, where, self._slots)
             hits = searcher.search(query, limit=min(k, total), count=False).hits
             results = [
                 (first_str(searcher.doc(address), ID_FIELD), float(score))
@@ -476,25 +507,25 @@ class LexicalIndex:
         with self._guard("read"):
             return int(searcher.num_docs)
 
-    def idf(self, terms: Sequence[str]) -> dict[str, float]:
+    def idf(self, terms: Sequence[str], where: Filter | None = None) -> dict[str, float]:
         """BM25 idf, ``ln(1 + (N - n + 0.5) / (n + 0.5))``, of each analysed term (not
         analysed again; empty strings are skipped).
 
         ``N`` counts live chunks; tantivy's own scoring also counts deleted chunks until
-        their segment merges, so the two can differ slightly right after deletions.
+        their segment merges, so the two can differ slightly right after deletions. With
+        :attr:`filter_statistics` and a ``where``, both are counted inside the filter.
         """
         check_terms(terms)
+        check_where(where)
+        wanted = [sanitize(t) for t in dict.fromkeys(terms) if t]
         searcher = self._searcher()
         live = int(searcher.num_docs)
-        out: dict[str, float] = {}
-        for term in terms:
-            if not term or term in out:
-                continue
-            with self._guard("read"):
-                df = int(searcher.doc_freq(TEXT_FIELD, sanitize(term))) if live else 0
-            n_docs = max(live, df)
-            out[term] = math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
-        return out
+        with self._guard("read"):
+            if self.filter_statistics and where is not None:
+                scoped = scoped_idf(searcher, self._schema, self._slots, wanted, where)
+                return {t: scoped[sanitize(t)] for t in dict.fromkeys(terms) if t}
+            df = {t: int(searcher.doc_freq(TEXT_FIELD, sanitize(t))) if live else 0 for t in terms}
+            return {t: bm25_idf(live, n) for t, n in df.items() if t}
 
     def _searcher(self) -> tantivy.Searcher:
         index = self._open_index()
@@ -538,17 +569,10 @@ class LexicalIndex:
 
     @property
     def state(self) -> dict[str, Any]:
-        """The caller's sidecar state, read from disk (``{}`` if never saved)."""
-        data = read_json(self._state_file)
-        if data is None:
-            return {}
-        if not isinstance(data, dict):
-            msg = (
-                f"{self._state_file} does not hold a JSON object; delete it (the next sync "
-                "then starts from scratch)"
-            )
-            raise StoreError(msg)
-        return data
+        """The caller's sidecar state, read from disk (``{}`` if never saved). A file that
+        is not a JSON object raises :class:`LexicalIndexCorruptError` (rebuild); what the
+        values mean, and whether they make sense, is the caller's to check."""
+        return self._read_state_file()
 
     def save_state(self, state: Mapping[str, Any]) -> None:
         """Atomically replace the sidecar state with ``state`` (JSON-serialisable)."""

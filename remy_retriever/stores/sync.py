@@ -64,14 +64,22 @@ class SyncState:
     dirty: bool = False
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> SyncState:
-        generation = data.get("generation")
-        last = data.get("last_sync_ms")
-        return cls(
-            generation=None if generation is None else str(generation),
-            last_sync_ms=None if last is None else int(last),
-            dirty=bool(data.get("dirty")),
-        )
+    def from_json(cls, data: Any) -> SyncState:
+        """Parse ``state.json``'s value. A wrong type or value anywhere (a hand edit, a
+        damaged file) is damage: the state is unknown, so it reads as dirty, and the next
+        catch-up repairs and re-syncs the lexical index from Chroma."""
+        if isinstance(data, dict):
+            generation = data.get("generation")
+            last = data.get("last_sync_ms")
+            dirty = data.get("dirty", False)
+            if (
+                (generation is None or isinstance(generation, str))
+                and (last is None or (type(last) is int and 0 <= last < 2**63))
+                and isinstance(dirty, bool)
+            ):
+                return cls(generation=generation, last_sync_ms=last, dirty=dirty)
+        _log.warning("state.json holds %.200r, not a sync state: repairing from Chroma", data)
+        return cls(dirty=True)
 
     def to_json(self) -> dict[str, Any]:
         return {

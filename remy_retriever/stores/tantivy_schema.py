@@ -240,7 +240,7 @@ def load_slots(data: Any, capacity: int) -> dict[str, int] | None:
 
 def search_query(
     schema: tantivy.Schema,
-    weights: Mapping[str, int],
+    weights: Mapping[str, float],
     where: Filter | None,
     slots: Mapping[str, int],
 ) -> tantivy.Query:
@@ -266,16 +266,116 @@ def term_weights(terms: Iterable[str]) -> dict[str, int]:
     return counts
 
 
-def _text_query(schema: tantivy.Schema, weights: Mapping[str, int]) -> tantivy.Query:
+def _text_query(schema: tantivy.Schema, weights: Mapping[str, float]) -> tantivy.Query:
     clauses: list[tuple[tantivy.Occur, tantivy.Query]] = []
-    for term, count in weights.items():
+    for term, weight in weights.items():
         query = tantivy.Query.term_query(schema, TEXT_FIELD, term, index_option="freq")
-        if count > 1:
-            query = tantivy.Query.boost_query(query, float(count))
+        if weight != 1:
+            query = tantivy.Query.boost_query(query, float(weight))
         clauses.append((tantivy.Occur.Should, query))
     if len(clauses) == 1:
         return clauses[0][1]
     return tantivy.Query.boolean_query(clauses)
+
+
+def check_bm25_statistics(value: object) -> bool:
+    """Validate ``Retriever(bm25_statistics=...)``; True for per-filter statistics."""
+    if not isinstance(value, str) or value not in ("collection", "filter"):
+        msg = (
+            f"bm25_statistics={value!r:.80} is not valid; use 'collection' (the default) "
+            "or 'filter' (BM25 statistics counted inside each search's where filter, so "
+            "one tenant's scores do not depend on other tenants' chunks)"
+        )
+        raise InvalidInputError(msg)
+    return value == "filter"
+
+
+def bm25_idf(n_docs: int, df: int) -> float:
+    """tantivy's BM25 idf, ``ln(1 + (N - n + 0.5) / (n + 0.5))``."""
+    n_docs = max(n_docs, df)
+    return math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
+
+
+def count_matches(searcher: tantivy.Searcher, query: tantivy.Query) -> int:
+    """How many live chunks ``query`` matches."""
+    result: Any = searcher.search(query, limit=1, count=True)
+    return int(result.count)
+
+
+def scoped_idf(
+    searcher: tantivy.Searcher,
+    schema: tantivy.Schema,
+    slots: Mapping[str, int],
+    terms: Iterable[str],
+    where: Filter,
+) -> dict[str, float]:
+    """The idf of each term among the chunks ``where`` matches only: ``N`` and ``n`` are
+    counted inside the filter (one count query each), so they do not depend on chunks
+    outside it (another tenant's, say)."""
+    scope = _filter_query(where, schema, slots)
+    n_docs = count_matches(searcher, scope)
+    out: dict[str, float] = {}
+    for term in terms:
+        if term in out:
+            continue
+        has_term = tantivy.Query.term_query(schema, TEXT_FIELD, term, index_option="basic")
+        both = tantivy.Query.boolean_query(
+            [(tantivy.Occur.Must, scope), (tantivy.Occur.Must, has_term)]
+        )
+        out[term] = bm25_idf(n_docs, count_matches(searcher, both)) if n_docs else 0.0
+    return out
+
+
+def scoped_weights(
+    searcher: tantivy.Searcher,
+    schema: tantivy.Schema,
+    slots: Mapping[str, int],
+    weights: Mapping[str, int],
+    where: Filter,
+) -> dict[str, float]:
+    """Term boosts that turn tantivy's collection-wide BM25 into BM25 with the idf of
+    :func:`scoped_idf`: each term's weight times ``idf_scope / idf_tantivy``.
+
+    tantivy has no per-query statistics, but a term's BM25 contribution is its idf times
+    a term-frequency factor, so rescaling each term clause swaps the idf exactly. The
+    length normalisation keeps the collection's average chunk length (not reachable
+    through tantivy's API)."""
+    inside = scoped_idf(searcher, schema, slots, weights, where)
+    n_scored = scored_doc_count(searcher, schema)
+    out: dict[str, float] = {}
+    for term, count in weights.items():
+        overall = bm25_idf(n_scored, int(searcher.doc_freq(TEXT_FIELD, term)))
+        out[term] = count * inside[term] / overall if overall > 0 else 0.0
+    return out
+
+
+def scored_doc_count(searcher: tantivy.Searcher, schema: tantivy.Schema) -> int:
+    """The ``N`` tantivy's BM25 uses: every chunk in the segments, deleted ones included
+    until their segment merges. tantivy-py exposes it only through ``explain``, so this
+    explains one id match (a fraction of a millisecond); ``num_docs`` if that fails."""
+    live = int(searcher.num_docs)
+    if live == 0:
+        return 0
+    address = searcher.search(tantivy.Query.all_query(), limit=1).hits[0][1]
+    chunk_id = first_str(searcher.doc(address), ID_FIELD)
+    probe = tantivy.Query.term_query(schema, ID_FIELD, chunk_id)
+    try:
+        tree = json.loads(probe.explain(searcher, address).to_json())
+    except (ValueError, RuntimeError):
+        return live
+    found = _explained_n(tree)
+    return live if found is None else max(found, live)
+
+
+def _explained_n(tree: Any) -> int | None:
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            if str(node.get("description", "")).startswith("N,"):
+                return int(node.get("value", 0))
+            stack.extend(node.get("details", []) or [])
+    return None
 
 
 def _filter_query(node: Filter, schema: tantivy.Schema, slots: Mapping[str, int]) -> tantivy.Query:

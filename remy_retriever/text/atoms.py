@@ -17,7 +17,7 @@ import re
 import unicodedata
 from dataclasses import dataclass, field
 
-__all__ = ["Atoms", "may_cut_before", "pack", "sentence_atoms", "split_atom"]
+__all__ = ["Atoms", "cut_long_atoms", "may_cut_before", "pack", "sentence_atoms", "split_atom"]
 
 # Boundary strengths: the strength of the gap *before* an atom. Higher is a better cut.
 _CUT = 0  # inside a word (only for words longer than the budget)
@@ -207,6 +207,36 @@ def split_atom(
     if len(words) > 1:
         return [(s, e, strength if k == 0 else _WORD) for k, (s, e) in enumerate(words)]
     return _cut_word(text, start, end, strength, cost, budget)
+
+
+def cut_long_atoms(text: str, atoms: Atoms, longest: int, piece: int) -> Atoms:
+    """``atoms`` with every atom longer than ``longest`` characters split, before any
+    counting, into its words, as :func:`split_atom` would after counting it (a word
+    longer than ``longest`` into pieces of about ``piece`` characters).
+
+    Such an atom can never be one chunk: counting it whole, only to split it and count
+    again, cost time and, for a long text without a sentence end, a tokenizer encoding
+    of the whole text at once. Costs are left empty."""
+    if all(e - s <= longest for s, e in zip(atoms.starts, atoms.ends)):
+        return atoms
+    out = Atoms()
+    for start, end, strength in zip(atoms.starts, atoms.ends, atoms.strengths):
+        if end - start <= longest:
+            pieces = [(start, end, strength)]
+        else:
+            pieces = []
+            for word in _NON_SPACE_RUN.finditer(text, start, end):
+                w_start, w_end = word.span()
+                first = strength if w_start == start else _WORD
+                cut = None
+                if w_end - w_start > longest:
+                    cut = _cut_word(text, w_start, w_end, first, w_end - w_start, piece)
+                pieces += cut or [(w_start, w_end, first)]
+        for p_start, p_end, p_strength in pieces:
+            out.starts.append(p_start)
+            out.ends.append(p_end)
+            out.strengths.append(p_strength)
+    return out
 
 
 # --------------------------------------------------------------------------- packing

@@ -15,6 +15,12 @@ packing, and every packed chunk is then counted once more, exactly as it will be
 embedded; a chunk that turns out over budget (counts are not exactly additive) is split
 again. A section that probably fits whole is counted whole first, so a short document
 costs one call.
+
+A chunk also holds at most :data:`MAX_CHARS_PER_TOKEN` characters per budget token, so a
+text the tokenizer sees as a few tokens (5 MB of one "word" is a single ``[UNK]``) still
+makes bounded chunks: an atom costs at least its length over that. An atom longer than a
+chunk can hold is cut into runs of words before it is counted, so no text longer than
+that is ever counted whole, and time and memory grow linearly with the document.
 """
 
 from __future__ import annotations
@@ -23,14 +29,17 @@ from dataclasses import dataclass
 
 from ..documents import Chunk, validate_document_id, with_heading_path
 from ..errors import InvalidDocumentError, InvalidInputError
-from .atoms import Atoms, may_cut_before, pack, sentence_atoms, split_atom
+from .atoms import Atoms, cut_long_atoms, may_cut_before, pack, sentence_atoms, split_atom
 from .markdown import Section, find_sections
 from .tokens import CheckedCounter, TokenCounter, approximate_token_counter
 
-__all__ = ["MIN_MAX_TOKENS", "chunk_text"]
+__all__ = ["MAX_CHARS_PER_TOKEN", "MIN_MAX_TOKENS", "chunk_text"]
 
 #: The smallest accepted ``max_tokens``.
 MIN_MAX_TOKENS = 8
+#: A chunk's text holds at most this many characters per token of ``max_tokens``
+#: (English prose has about 4.5 a token).
+MAX_CHARS_PER_TOKEN = 16
 
 # Give up (with an error) if verification keeps failing this many rounds: only a
 # counter whose results are wildly inconsistent gets here.
@@ -147,6 +156,8 @@ def chunk_text(
       :func:`approximate_token_counter`). A heading path costing more than half of the
       budget is shortened (elements cut with "…", leading elements dropped if needed) so
       that at least half remains for text.
+    - A chunk's text holds at most ``MAX_CHARS_PER_TOKEN * max_tokens`` characters
+      (about 3.5 times what prose needs), even where the tokenizer sees few tokens.
     - ``min_tokens``: when a section is split, a last piece smaller than this (at most a
       quarter of the budget) is merged into the piece before it if they fit together,
       else the cut between them is moved. Sections are never merged with each other, so
@@ -205,7 +216,7 @@ class _Chunker:
                 whole.append((section, len(batch)))
                 batch.append(display)
             else:
-                atoms = sentence_atoms(text, section.start, section.end)
+                atoms = self._atoms(section)
                 split.append((section, atoms, len(batch)))
                 batch.extend(text[s:e] for s, e in zip(atoms.starts, atoms.ends, strict=True))
         counts = self.counter(batch)
@@ -230,9 +241,7 @@ class _Chunker:
 
         work: list[_Work] = []
         for section, atoms, offset in split:
-            atoms.costs = [
-                max(0, c - self.empty_cost) for c in counts[offset : offset + len(atoms)]
-            ]
+            atoms.costs = self._costs(atoms, counts[offset : offset + len(atoms)])
             section.path = shortened.get(section.path, section.path)
             work.append(self._work(section, atoms))
         retry: list[Section] = []
@@ -254,12 +263,27 @@ class _Chunker:
             return False
         return approximate_token_counter([display])[0] <= self.max_tokens
 
+    def _atoms(self, section: Section) -> Atoms:
+        atoms = sentence_atoms(self.text, section.start, section.end)
+        longest = MAX_CHARS_PER_TOKEN * self.max_tokens
+        return cut_long_atoms(self.text, atoms, longest, piece=self.max_tokens)
+
+    def _cost(self, count: int, start: int, end: int) -> int:
+        """An atom's cost: its tokens beyond an empty text's, at least its length over
+        :data:`MAX_CHARS_PER_TOKEN`."""
+        return max(0, count - self.empty_cost, (end - start) // MAX_CHARS_PER_TOKEN)
+
+    def _costs(self, atoms: Atoms, counts: list[int]) -> list[int]:
+        return [
+            self._cost(c, s, e) for c, s, e in zip(counts, atoms.starts, atoms.ends, strict=True)
+        ]
+
     def _work(self, section: Section, atoms: Atoms) -> _Work:
         budget = self.max_tokens - self.empty_cost - self.path_costs[section.path]
         return _Work(section, atoms, budget)
 
     def _count_atoms(self, sections: list[Section]) -> list[_Work]:
-        all_atoms = [sentence_atoms(self.text, s.start, s.end) for s in sections]
+        all_atoms = [self._atoms(s) for s in sections]
         counts = self.counter(
             [
                 self.text[s:e]
@@ -270,9 +294,7 @@ class _Chunker:
         work: list[_Work] = []
         offset = 0
         for section, atoms in zip(sections, all_atoms, strict=True):
-            atoms.costs = [
-                max(0, c - self.empty_cost) for c in counts[offset : offset + len(atoms)]
-            ]
+            atoms.costs = self._costs(atoms, counts[offset : offset + len(atoms)])
             offset += len(atoms)
             work.append(self._work(section, atoms))
         return work
@@ -318,7 +340,7 @@ class _Chunker:
                         new.starts.append(s)
                         new.ends.append(e)
                         new.strengths.append(strength)
-                        new.costs.append(max(0, next(counts) - self.empty_cost))
+                        new.costs.append(self._cost(next(counts), s, e))
                 item.atoms = new
 
     def _pack_and_verify(self, work: list[_Work]) -> None:

@@ -61,7 +61,7 @@ def test_search_errors_exit_2(db: str, capsys: pytest.CaptureFixture[str]) -> No
     assert main(["search", "   ", "--db", db]) == 2
     assert "empty or whitespace" in capsys.readouterr().err
     assert main(["search", "x", "--db", db, "--collection", "missing-one"]) == 2
-    assert "'missing-one' does not exist" in capsys.readouterr().err
+    assert "no collection 'missing-one' in the remy store" in capsys.readouterr().err
 
 
 def _tiny_beir(root: Path) -> Path:

@@ -212,7 +212,7 @@ def test_bad_documents_are_rejected(retriever: Retriever) -> None:
     assert retriever.count() == count
 
 
-def test_ingest_folder_rejects_non_utf8_before_writing(
+def test_ingest_folder_skips_non_utf8_and_reads_the_rest(
     retriever: Retriever, tmp_path: Path
 ) -> None:
     folder = tmp_path / "docs"
@@ -221,10 +221,12 @@ def test_ingest_folder_rejects_non_utf8_before_writing(
     (folder / "sub" / "b.txt").write_text("Beta text about puppies.", encoding="utf-8")
     (folder / "bad.md").write_bytes(b"\xff\xfe\x00binary")
     with pytest.raises(InvalidDocumentError, match="bad.md.*not UTF-8"):
-        retriever.ingest(folder)
+        retriever.ingest(folder / "bad.md")  # named directly: an error
     assert retriever.count() == 0
-    (folder / "bad.md").unlink()
-    report = retriever.ingest(folder)
+    report = retriever.ingest(folder)  # in a folder: skipped, with the reason
+    assert [(Path(i.path).name, "not UTF-8" in i.reason) for i in report.skipped] == [
+        ("bad.md", True)
+    ]
     assert sorted(report.added) == ["a.md", "sub/b.txt"]
     hit = retriever.search("puppies", k=1)[0]
     assert hit.citation.document_id == "sub/b.txt"

@@ -3,7 +3,17 @@
 import pytest
 
 from remy_retriever.errors import InvalidFilterError
-from remy_retriever.filters import And, Compare, Or, matches, parse_where, to_chroma
+from remy_retriever.filters import (
+    MAX_CONDITIONS,
+    MAX_DEPTH,
+    MAX_LIST_VALUES,
+    And,
+    Compare,
+    Or,
+    matches,
+    parse_where,
+    to_chroma,
+)
 
 
 def test_empty_and_none_mean_no_filter() -> None:
@@ -84,3 +94,132 @@ def test_matches_follows_chroma_semantics() -> None:
     assert ids({"n": {"$gt": 1.5}}) == ["2", "3"]
     assert ids({"flag": True}) == ["4"]
     assert ids({"flag": 1}) == []  # bools are not numbers
+
+
+# -- issue #12: limits, typed lists, reserved keys, 64-bit ints ---------------------------
+
+
+def _nested_and(levels: int) -> dict[str, object]:
+    where: dict[str, object] = {"a": 1}
+    for _ in range(levels):
+        where = {"$and": [where]}
+    return where
+
+
+def _nested_list(levels: int) -> list[object]:
+    value: list[object] = [1]
+    for _ in range(levels):
+        value = [value]
+    return value
+
+
+def _nested_dict(levels: int) -> dict[str, object]:
+    value: dict[str, object] = {"a": 1}
+    for _ in range(levels):
+        value = {"a": value}
+    return value
+
+
+@pytest.mark.parametrize(
+    "where",
+    [
+        _nested_and(100_000),
+        {"$or": [{"$and": [_nested_and(100_000)]}]},
+        {"a": {"$in": _nested_list(100_000)}},
+        {"a": {"$eq": _nested_list(100_000)}},
+        {"a": _nested_list(100_000)},
+        {"$and": [_nested_list(100_000)]},
+        {"a": _nested_dict(100_000)},
+    ],
+    ids=["and", "or-and", "in-list", "eq-list", "value-list", "and-list", "field-dict"],
+)
+def test_100k_levels_of_nesting_raise_invalid_filter_error(where: object) -> None:
+    """On main, the list shapes raised RecursionError (from repr in the message)."""
+    with pytest.raises(InvalidFilterError, match="nested deeper than 32 levels"):
+        parse_where(where)
+
+
+def test_nesting_up_to_the_limit_is_accepted() -> None:
+    assert parse_where(_nested_and(MAX_DEPTH)) == Compare("a", "$eq", 1)
+    with pytest.raises(InvalidFilterError, match="nested deeper"):
+        parse_where(_nested_and(MAX_DEPTH + 1))
+
+
+def test_a_value_whose_repr_fails_still_gives_invalid_filter_error() -> None:
+    class Hostile:
+        def __repr__(self) -> str:
+            msg = "no repr"
+            raise RuntimeError(msg)
+
+    with pytest.raises(InvalidFilterError, match="got Hostile <Hostile instance"):
+        parse_where({"a": Hostile()})
+    with pytest.raises(InvalidFilterError, match="keys must be str"):
+        parse_where({Hostile(): 1})
+
+
+@pytest.mark.parametrize(
+    "values",
+    [[1, 2.5], [2.5, 1], [True, 1], [1, True], [0.0, False], ["1", 1], [1, 2, 3.0]],
+)
+def test_lists_mixing_types_are_rejected_exactly_as_chroma_does(values: list[object]) -> None:
+    """Chroma 1.5 refuses a list whose values are not all of one type, ints and floats
+    included ("all values to be of the same type got [1, 2.5]"); on main remy let
+    [1, 2.5] through (fine in lexical, StoreError in semantic and hybrid)."""
+    for op in ("$in", "$nin"):
+        with pytest.raises(InvalidFilterError, match="mixes value types"):
+            parse_where({"a": {op: values}})
+
+
+@pytest.mark.parametrize("values", [[1, 2], [1.0, 2.5], ["a", "b"], [True, False]])
+def test_lists_of_one_type_are_accepted(values: list[object]) -> None:
+    assert parse_where({"a": {"$in": values}}) == Compare("a", "$in", tuple(values))
+
+
+@pytest.mark.parametrize("key", ["#x", "#document", "#embedding", "chroma:document"])
+def test_keys_chroma_reserves_are_rejected(key: str) -> None:
+    """On main, '#' keys gave every document in lexical ($ne) and StoreError or nothing
+    in Chroma."""
+    for where in ({key: "a"}, {key: {"$ne": 1}}, {"$or": [{"a": 1}, {key: {"$nin": [1]}}]}):
+        with pytest.raises(InvalidFilterError, match="reserved by Chroma"):
+            parse_where(where)
+
+
+def test_list_values_are_bounded_per_filter() -> None:
+    assert parse_where({"a": {"$in": list(range(MAX_LIST_VALUES))}}) is not None
+    with pytest.raises(InvalidFilterError, match="100,000 values"):
+        parse_where({"a": {"$in": list(range(100_000))}})
+    half = MAX_LIST_VALUES // 2
+    ok = {"a": {"$in": list(range(half))}, "b": {"$nin": list(range(half))}}
+    assert parse_where(ok) is not None
+    over = {"a": {"$in": list(range(half))}, "b": {"$nin": list(range(half + 1))}}
+    with pytest.raises(InvalidFilterError, match="4,096 values"):
+        parse_where(over)
+
+
+def test_conditions_are_bounded_below_chromas_expression_depth() -> None:
+    """Chroma (SQLite) fails on an $and/$or of more than ~988 items ("Expression tree is
+    too large"); on main remy allowed 1,024 conditions."""
+    assert parse_where({f"k{i}": i for i in range(MAX_CONDITIONS)}) is not None
+    for where in (
+        {f"k{i}": i for i in range(MAX_CONDITIONS + 1)},
+        {"$or": [{"k": i} for i in range(1000)]},
+    ):
+        with pytest.raises(InvalidFilterError, match="more than 512 conditions"):
+            parse_where(where)
+
+
+def test_int64_bounds_are_exact() -> None:
+    """On main -2**63 (int64's minimum) was rejected as 'does not fit in 64 bits'."""
+    assert parse_where({"a": -(2**63)}) == Compare("a", "$eq", -(2**63))
+    assert parse_where({"a": {"$gte": -(2**63)}}) == Compare("a", "$gte", -(2**63))
+    assert parse_where({"a": {"$in": [2**63 - 1, -(2**63)]}}) is not None
+    for bad in (2**63, -(2**63) - 1, 10**400):
+        with pytest.raises(InvalidFilterError, match="does not fit in 64 bits"):
+            parse_where({"a": bad})
+
+
+def test_lone_surrogates_are_rejected_by_parse_where_itself() -> None:
+    """Every caller (search options, document_ids, memory search) gets the same answer."""
+    for where in ({"a": "x\ud800"}, {"k\udc00": 1}, {"a": {"$in": ["ok", "x\ud800"]}}):
+        with pytest.raises(InvalidFilterError, match="lone surrogate"):
+            parse_where(where)

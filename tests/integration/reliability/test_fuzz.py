@@ -293,12 +293,13 @@ def test_ingest_with_a_non_utf8_file_stores_nothing(
     folder.mkdir()
     (folder / "good.md").write_text("# Good\n\nfine text")
     (folder / "latin1.md").write_bytes("# Caf\xe9\n\nna\xefve".encode("latin-1"))
+    # Named directly, a bad file is an error (in a folder it is skipped and reported:
+    # tests/integration/test_ingest_files.py).
     with pytest.raises(InvalidDocumentError, match=r"latin1\.md.*not UTF-8"):
-        store.ingest(folder)
-    (folder / "latin1.md").unlink()
+        store.ingest(folder / "latin1.md")
     (folder / "binary.txt").write_bytes(b"\x00\x01\x02binary\x00")
     with pytest.raises(InvalidDocumentError, match=r"binary\.txt.*NUL"):
-        store.ingest(folder)
+        store.ingest(folder / "binary.txt")
     assert snapshot(store) == baseline
     with pytest.raises(InvalidDocumentError, match="no such file"):
         store.ingest(tmp_path / "missing")
@@ -449,7 +450,7 @@ def test_cli_ingest_rejects_bad_files_and_stores_nothing(
     folder.mkdir()
     (folder / "ok.md").write_text("# OK\n\nfine")
     (folder / "bad.md").write_bytes(b"\xff\xfe\xfa not utf-8")
-    code, _, err = _cli(["ingest", str(folder), "--db", db, "--collection", "fuzz"])
+    code, _, err = _cli(["ingest", str(folder / "bad.md"), "--db", db, "--collection", "fuzz"])
     assert code == 2 and "bad.md" in err and "UTF-8" in err, err
     assert snapshot(store) == baseline
     code, _, err = _cli(["search", "x", "--db", str(tmp_path / "nowhere"), "--collection", "zzz"])
