@@ -6,17 +6,18 @@ Models load on first use, never at import: importing this module does not import
 
 from __future__ import annotations
 
-import importlib
+import json
 import math
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any, Protocol, Union, runtime_checkable
 
 import numpy as np
 from chromadb.api.types import Documents, EmbeddingFunction, Embeddings
 from chromadb.utils.embedding_functions import register_embedding_function
 
-from .errors import ModelLoadError
+from .errors import InvalidInputError, ModelLoadError
 from .text.analysis import sanitize
 
 __all__ = [
@@ -24,6 +25,7 @@ __all__ = [
     "Embedder",
     "RemyEmbeddingFunction",
     "SentenceTransformerEmbedder",
+    "UnavailableEmbedder",
     "resolve_embedder",
     "resolve_model_path",
 ]
@@ -47,7 +49,9 @@ class Embedder(Protocol):
 
     Optional, used when present: ``max_tokens`` (int) and ``count_tokens(texts) ->
     list[int]`` let the chunker size chunks in the model's own tokens; ``model_id`` (str)
-    is recorded with the collection so that reopening it needs no embedder argument.
+    names it in the identity the collection records (:mod:`.stores.identity`). A
+    collection reopens without ``embedder=`` only with a built-in embedder
+    (:class:`SentenceTransformerEmbedder`): a recorded custom class is never imported.
     """
 
     def embed_documents(self, texts: Sequence[str]) -> Vectors: ...
@@ -193,43 +197,85 @@ def resolve_embedder(embedder: Embedder | str | None) -> Embedder:
         return SentenceTransformerEmbedder(embedder)
     if not isinstance(embedder, Embedder):
         msg = (
-            f"embedder must be a model name or path, or an object with embed_documents() "
-            f"and embed_query(); got {type(embedder).__name__}"
+            f"embedder {embedder!r:.80} ({type(embedder).__name__}) is not an embedder: pass "
+            "a sentence-transformers model name or path (e.g. 'all-MiniLM-L6-v2'), an "
+            "object with embed_documents() and embed_query(), or None for the default"
         )
-        raise TypeError(msg)
+        raise InvalidInputError(msg)
     return embedder
 
 
 def embedder_config(embedder: Embedder) -> dict[str, Any]:
-    """What we record in the Chroma collection to rebuild ``embedder`` on reopen."""
-    if isinstance(embedder, SentenceTransformerEmbedder):
+    """What we record in the Chroma collection: how to rebuild a built-in embedder on
+    reopen; for any other embedder only its class path, for messages (never imported)."""
+    if isinstance(embedder, (SentenceTransformerEmbedder, UnavailableEmbedder)):
         return embedder.config()
     cls = type(embedder)
     return {"class": f"{cls.__module__}:{cls.__qualname__}"}
 
 
-def embedder_from_config(config: dict[str, Any]) -> Embedder:
-    """Inverse of :func:`embedder_config` (custom classes must build with no arguments)."""
-    if "model" in config:
+_PROMPTS = ("query_prompt", "document_prompt")
+
+
+def embedder_from_config(config: Mapping[str, Any], *, where: str = "this collection") -> Embedder:
+    """The built-in embedder a collection records (a sentence-transformers model name or
+    path, with its prompts). A store never chooses code to run: a recorded custom class
+    is not imported, and opening such a collection needs ``embedder=``."""
+    model = config.get("model")
+    prompts = [config.get(k) for k in _PROMPTS]
+    if isinstance(model, str) and model and all(p is None or isinstance(p, str) for p in prompts):
+        _check_module_classes(model, where)
         return SentenceTransformerEmbedder(
-            config["model"],
-            query_prompt=config.get("query_prompt"),
-            document_prompt=config.get("document_prompt"),
+            model, query_prompt=prompts[0], document_prompt=prompts[1]
         )
-    target = str(config.get("class", ""))
-    module_name, _, qualname = target.partition(":")
+    recorded = config["class"] if "class" in config and "model" not in config else dict(config)
+    msg = (
+        f"{where} records the embedder {recorded!r:.200}, which is not a built-in kind (a "
+        "sentence-transformers model name or path); a store never chooses code to run, so "
+        "it is not imported. Pass the embedder yourself: Retriever(..., embedder=...) "
+        "(CLI: --embedder)"
+    )
+    raise ModelLoadError(msg)
+
+
+def _check_module_classes(model: str, where: str) -> None:
+    """A recorded model directory may name only sentence-transformers' own module classes
+    (sentence-transformers before 6.0 imported any class a local ``modules.json`` named)."""
+    listing = Path(model) / "modules.json"
+    if not listing.is_file():
+        return
     try:
-        obj: Any = importlib.import_module(module_name)
-        for part in qualname.split("."):
-            obj = getattr(obj, part)
-        built = obj()
-    except Exception as exc:
-        msg = (
-            f"this collection was built with the custom embedder {target!r}, which cannot "
-            f"be rebuilt automatically ({exc}); pass embedder=... when opening it"
-        )
+        modules = json.loads(listing.read_text(encoding="utf-8"))
+        types = [str(m.get("type", "")) for m in modules]
+    except (OSError, ValueError, TypeError, AttributeError) as exc:
+        msg = f"{where} records the model {model!r}, whose modules.json is unreadable ({exc})"
         raise ModelLoadError(msg) from exc
-    return resolve_embedder(built)
+    foreign = [t for t in types if not t.startswith("sentence_transformers.")]
+    if foreign:
+        msg = (
+            f"{where} records the model {model!r}, whose modules.json names code outside "
+            f"sentence-transformers ({foreign[0]!r:.100}); a store never chooses code to run. "
+            "If you trust that model, pass it yourself: Retriever(..., embedder=...)"
+        )
+        raise ModelLoadError(msg)
+
+
+class UnavailableEmbedder:
+    """Stands in for an embedder a collection records but that is not rebuilt from the
+    record (a custom class): it keeps the record and refuses to embed."""
+
+    def __init__(self, config: Mapping[str, Any], reason: str) -> None:
+        self._config = dict(config)
+        self.reason = reason
+
+    def embed_documents(self, texts: Sequence[str]) -> Vectors:
+        raise ModelLoadError(self.reason)
+
+    def embed_query(self, text: str) -> Vector:
+        raise ModelLoadError(self.reason)
+
+    def config(self) -> dict[str, Any]:
+        return dict(self._config)
 
 
 @register_embedding_function
@@ -241,8 +287,11 @@ class RemyEmbeddingFunction(EmbeddingFunction[Documents]):
     ``chromadb`` after ``import remy_retriever``) embeds with the same model, offline.
     """
 
-    def __init__(self, embedder: Embedder | None = None) -> None:
+    def __init__(self, embedder: Embedder | None = None, *, replacing: bool = False) -> None:
         self.embedder = resolve_embedder(embedder)
+        #: Set by a re-embedding (which has replaced every vector): the recorded config
+        #: may change to this one. Any other change of model is refused.
+        self.replacing = replacing
 
     def __call__(self, input: Documents) -> Embeddings:
         vectors = self.embedder.embed_documents(list(input))
@@ -263,7 +312,12 @@ class RemyEmbeddingFunction(EmbeddingFunction[Documents]):
 
     @staticmethod
     def build_from_config(config: dict[str, Any]) -> RemyEmbeddingFunction:
-        return RemyEmbeddingFunction(embedder_from_config(config))
+        # Chroma calls this on create and on reopen: it must never import what the
+        # record names, so a custom class becomes a placeholder that refuses to embed.
+        try:
+            return RemyEmbeddingFunction(embedder_from_config(config))
+        except ModelLoadError as exc:
+            return RemyEmbeddingFunction(UnavailableEmbedder(config, str(exc)))
 
     def get_config(self) -> dict[str, Any]:
         return embedder_config(self.embedder)
@@ -271,7 +325,7 @@ class RemyEmbeddingFunction(EmbeddingFunction[Documents]):
     def validate_config_update(
         self, old_config: dict[str, Any], new_config: dict[str, Any]
     ) -> None:
-        if old_config != new_config:
+        if old_config != new_config and not self.replacing:
             msg = (
                 f"this collection was embedded with {old_config}, not {new_config}; "
                 "re-embed into a new collection to change the model"

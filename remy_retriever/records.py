@@ -40,6 +40,8 @@ from .reprs import short_repr
 __all__ = [
     "CHUNK_SEPARATOR",
     "DOCUMENT_ID_KEY",
+    "EMBEDDER_KEY",
+    "EMBEDDER_PENDING_KEY",
     "GENERATION_KEY",
     "INT64_MAX",
     "INT64_MIN",
@@ -89,6 +91,9 @@ TEXT_KEY = "remy_text"
 PACKED_KEY = "remy_packed"
 #: Collection metadata key holding the write generation (a fresh token per write).
 GENERATION_KEY = "remy_generation"
+#: Collection metadata keys: the embedder's identity (JSON, :mod:`.stores.identity`), and
+#: the identity a re-embedding under way is moving to ("" when none).
+EMBEDDER_KEY, EMBEDDER_PENDING_KEY = "remy_embedder", "remy_embedder_pending"
 
 _POS, _START, _END = "remy_pos", "remy_start", "remy_end"
 _HEADING, _TITLE, _URL, _PATH, _TYPE = (

@@ -11,13 +11,12 @@ import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 import chromadb
 
 from .documents import Document, validate_document_id
-from .embeddings import Embedder, resolve_embedder
+from .embeddings import Embedder
 from .errors import InvalidInputError, ServerUnavailableError
 from .filters import parse_where, to_chroma
 from .hits import SearchHit
@@ -31,12 +30,12 @@ from .retry import RetryPolicy
 from .search.calibration import ScoredHit
 from .search.documents import search_documents
 from .search.pipeline import SearchPipeline
-from .stores.chroma import ChromaCalls, lexical_cache_dir, local_path, open_client
 from .stores.dense import DenseStore, check_hnsw
-from .stores.documents import TABLE_SUFFIX, DocumentTable, StoredDocument
+from .stores.documents import DocumentTable, StoredDocument
+from .stores.identity import prepare_embedder
 from .stores.lexical import LexicalIndex
-from .stores.locking import LOCK_FILE, WriterLock
-from .stores.sync import DoctorReport, StoreSync
+from .stores.opening import check_location, open_stores
+from .stores.sync import DoctorReport
 from .stores.tantivy_schema import check_bm25_statistics
 from .validation import as_list
 
@@ -81,6 +80,9 @@ class Retriever:
     Chroma's defaults are 100 / 16 / 100. At 100k chunks ``ef_construction`` 64 built
     1.2x and 32 1.8x as fast as 100 here; recall@10 on real vectors 0.993 (100), 0.992
     (64), 0.985 (32) (benchmarks/README.md, the HNSW profile).
+
+    ``reembed=True`` re-embeds every chunk with ``embedder``; without it, a model other
+    than the one the collection records is refused (:mod:`remy_retriever.stores.identity`).
     """
 
     def __init__(
@@ -100,57 +102,34 @@ class Retriever:
         hnsw: Mapping[str, int] | None = None,
         bm25_statistics: str = "collection",
         max_document_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES,
+        reembed: bool = False,
     ) -> None:
         check_hnsw(hnsw)  # before anything is opened or created
         filter_statistics = check_bm25_statistics(bm25_statistics)
         self.max_document_bytes = check_int("max_document_bytes", max_document_bytes, hi=2**62)
-        if client is not None and path is not None:
-            msg = f"pass either a path ({path!r}) or a client, not both"
-            raise InvalidInputError(msg)
-        if not isinstance(collection, str) or not _COLLECTION_NAME.fullmatch(collection):
-            msg = (
-                f"collection name {collection!r} is not valid: use 3-512 characters from "
-                "[a-zA-Z0-9._-], starting and ending with a letter or digit (e.g. 'docs')"
-            )
-            raise InvalidInputError(msg)
-        if collection.endswith(TABLE_SUFFIX):
-            msg = (
-                f"collection name {collection!r} ends in {TABLE_SUFFIX!r}, which is reserved "
-                "for remy's document tables; pick a name without that ending"
-            )
-            raise InvalidInputError(msg)
-        if lexical_path is not None:
-            lexical_path = local_path(lexical_path, "lexical_path")
-        elif client is None and len(collection) > 255:  # the lexical index's directory name
-            msg = (
-                f"collection name {collection[:40]!r}... has {len(collection)} characters; in "
-                "an embedded store at most 255, unless you pass lexical_path=..."
-            )
-            raise InvalidInputError(msg)
-        opened = open_client(path, client, create=create)
-        resolved = None if embedder is None else resolve_embedder(embedder)
-        calls = ChromaCalls(opened.client, collection, server=opened.server, retry=retry)
-        dense = DenseStore(calls, embedder=resolved, create=create, hnsw=hnsw)
-        if lexical_path is None:
-            if client is None and opened.store_dir is not None:
-                lexical_path = opened.store_dir / "remy_lexical" / collection
-            else:
-                lexical_path = lexical_cache_dir() / str(dense.collection.id)
-        # One writer at a time per embedded store (all its collections), else per lexical
-        # index; across threads and processes. Held only while writing.
-        lock_dir = opened.store_dir if opened.store_dir is not None else Path(lexical_path)
-        lock = WriterLock(lock_dir / LOCK_FILE, timeout=lock_timeout)
-        self._sync = StoreSync(
-            dense, DocumentTable(calls), lexical_path, lock, lock_timeout=lock_timeout
+        lexical_dir = check_location(path, client, collection, lexical_path)
+        prepared = prepare_embedder(embedder, reembed=reembed)  # loads the model first
+        stores = open_stores(
+            path,
+            client,
+            collection,
+            prepared,
+            lexical_path=lexical_dir,
+            create=create,
+            retry=retry,
+            hnsw=hnsw,
+            lock_timeout=lock_timeout,
         )
+        self._sync = stores.sync
         self._sync.lexical.filter_statistics = filter_statistics
         self._ingestor = Ingestor(self._sync)
         self._pipeline = SearchPipeline(self._sync)
         self.collection = collection
-        self.client = opened.client
+        self.client = stores.client
         self.progress = progress
         self.reranker = resolve_reranker(reranker, None) if reranker is not None else None
         self._max_tokens = max_tokens
+        self._sync.settle_identity()
         # Catches up with other writers; after an interrupted write (dirty flag, writer
         # lock free) makes every document whole first; rebuilds a discarded index.
         self._sync.catch_up()

@@ -31,12 +31,21 @@ from chromadb.errors import NotFoundError
 from ..embeddings import (
     Embedder,
     RemyEmbeddingFunction,
+    as_matrix,
     cosine_from_distance,
     embedder_from_config,
+    resolve_embedder,
 )
-from ..errors import CollectionNotFoundError, InvalidInputError, StoreError
-from ..records import GENERATION_KEY, Record, pack, unpack
+from ..errors import CollectionNotFoundError, InvalidInputError, ModelLoadError, StoreError
+from ..records import EMBEDDER_KEY, EMBEDDER_PENDING_KEY, GENERATION_KEY, Record, pack, unpack
 from .chroma import ChromaCalls, paged
+from .identity import (
+    EmbedderIdentity,
+    PreparedEmbedder,
+    check_identity,
+    identify,
+    recorded_identity,
+)
 
 __all__ = ["HNSW_KEYS", "DenseStore", "check_hnsw"]
 
@@ -79,13 +88,18 @@ GENERATION_MAX_AGE = 0.1
 
 class DenseStore:
     """One Chroma collection in cosine space, created with our registered embedding
-    function so that reopening it (also through plain ``chromadb``) embeds alike."""
+    function so that reopening it (also through plain ``chromadb``) embeds alike.
+
+    Opening checks the embedder (``prepared``, see :func:`.identity.prepare_embedder`)
+    against the identity the collection records and refuses another model, unless
+    ``prepared.reembed``: the owner then calls :meth:`reembed_all` under the writer lock
+    (:attr:`reembed_pending`)."""
 
     def __init__(
         self,
         calls: ChromaCalls,
+        prepared: PreparedEmbedder,
         *,
-        embedder: Embedder | None,
         create: bool,
         hnsw: Mapping[str, int] | None = None,
     ) -> None:
@@ -94,8 +108,15 @@ class DenseStore:
         self.client = calls.client
         self.name = calls.name
         self.server = calls.server
+        self.where = f"collection {self.name!r} on {self.server}"
+        #: The embedder's identity; whether the collection lacks a record of it (made
+        #: before identities were recorded), or must be re-embedded to it.
+        self.identity: EmbedderIdentity | None = prepared.identity
+        self.unrecorded = False
+        self.reembed_pending = False
+        embedder, reembed = prepared.embedder, prepared.reembed
         self.collection = calls.call(
-            "open the collection", lambda: self._open(embedder, create, hnsw)
+            "open the collection", lambda: self._open(embedder, create, hnsw, reembed)
         )
         self.embedder: Embedder = self.collection._embedding_function.embedder
         self._embedded = _is_embedded(self.client)
@@ -156,7 +177,9 @@ class DenseStore:
                 _SEEN[self._system] = {self.name: generation}
             self._reloaded_at = time.monotonic()
 
-    def _open(self, embedder: Embedder | None, create: bool, hnsw: Mapping[str, int]) -> Any:
+    def _open(
+        self, embedder: Embedder | None, create: bool, hnsw: Mapping[str, int], reembed: bool
+    ) -> Any:
         try:
             existing = self.client.get_collection(self.name, embedding_function=None)
         except NotFoundError:
@@ -172,13 +195,17 @@ class DenseStore:
                     "check the name, or open it with create=True"
                 )
                 raise CollectionNotFoundError(msg)
-            ef = RemyEmbeddingFunction(embedder)
-            return self.client.get_or_create_collection(
+            embedder = resolve_embedder(embedder)
+            identity = self._identify(embedder)  # loads the model before creating anything
+            created = self.client.get_or_create_collection(
                 self.name,
-                embedding_function=ef,
+                embedding_function=RemyEmbeddingFunction(embedder),
                 configuration={"hnsw": {"space": "cosine", **hnsw}},
-                metadata={GENERATION_KEY: uuid.uuid4().hex},
+                metadata={GENERATION_KEY: uuid.uuid4().hex, EMBEDDER_KEY: identity.to_json()},
             )
+            # Another process may have created it a moment before, with another model.
+            self._check(created.metadata, reembed)
+            return created
         have = (existing.configuration_json or {}).get("hnsw") or {}
         differ = {k: (v, have.get(k)) for k, v in hnsw.items() if have.get(k) != v}
         if differ:
@@ -197,9 +224,114 @@ class DenseStore:
                     f"embedding function is {config.get('name')!r}); pass embedder=..."
                 )
                 raise StoreError(msg)
-            embedder = embedder_from_config(dict(config.get("config") or {}))
+            # Built-in kinds only: a recorded custom class is never imported.
+            embedder = embedder_from_config(dict(config.get("config") or {}), where=self.where)
+        self._identify(embedder)
+        self._check(existing.metadata, reembed)
         existing._embedding_function = RemyEmbeddingFunction(embedder)
         return existing
+
+    # -- the embedder's identity (see .identity) ----------------------------------------
+
+    def _identify(self, embedder: Embedder) -> EmbedderIdentity:
+        if self.identity is None:
+            self.identity = identify(embedder)
+        return self.identity
+
+    def _check(self, metadata: Mapping[str, Any] | None, reembed: bool) -> None:
+        """Refuse an embedder other than the recorded one, unless re-embedding."""
+        assert self.identity is not None
+        if reembed:  # needed unless the record says this very model, complete
+            try:
+                recorded, pending = recorded_identity(metadata, where=self.where)
+            except StoreError:  # a damaged record: re-embedding rewrites it
+                recorded = pending = None
+            done = pending is None and recorded is not None and recorded.matches(self.identity)
+            self.reembed_pending = not done
+            return
+        recorded, pending = recorded_identity(metadata, where=self.where)
+        check_identity(recorded, pending, self.identity, where=self.where)
+        self.unrecorded = recorded is None
+
+    def _fresh_metadata(self) -> dict[str, Any]:
+        def read() -> dict[str, Any]:
+            col = self.client.get_collection(self.name, embedding_function=None)
+            return dict(col.metadata or {})
+
+        return dict(self.calls.call("read the collection metadata", read))
+
+    def _set_metadata(self, changes: Mapping[str, Any], what: str) -> None:
+        """Change some collection metadata keys (call holding the writer lock: Chroma
+        replaces the whole mapping, so it is read afresh to keep the others' keys)."""
+
+        def write() -> None:
+            col = self.client.get_collection(self.name, embedding_function=None)
+            self.collection.modify(metadata={**(col.metadata or {}), **changes})
+
+        self.calls.call(what, write)
+
+    def record_identity(self) -> None:
+        """Record the embedder's identity on a collection that has none (call holding the
+        writer lock); one recorded meanwhile by another process must match."""
+        assert self.identity is not None
+        recorded, pending = recorded_identity(self._fresh_metadata(), where=self.where)
+        if recorded is None and pending is None:
+            self._set_metadata({EMBEDDER_KEY: self.identity.to_json()}, "record the embedder")
+        else:
+            check_identity(recorded, pending, self.identity, where=self.where)
+        self.unrecorded = False
+
+    def check_identity_current(self) -> None:
+        """Before a write (holding the writer lock): refuse it if another process has
+        re-embedded the collection with another model since it was opened here."""
+        if self.reembed_pending or self.identity is None:
+            return
+        recorded, pending = recorded_identity(self._fresh_metadata(), where=self.where)
+        check_identity(recorded, pending, self.identity, where=self.where)
+
+    def _write_vectors(self, ids: list[str], vectors: np.ndarray) -> None:
+        self.calls.call(
+            "write re-embedded vectors", lambda: self.collection.update(ids=ids, embeddings=vectors)
+        )
+
+    def reembed_all(self, *, batch: int = 256) -> int:
+        """Re-embed every chunk with :attr:`embedder` and record its identity (call
+        holding the writer lock). The collection is marked first, so that an
+        interrupted run is refused on open instead of leaving two models' vectors
+        mixed. Returns the chunks re-embedded."""
+        assert self.identity is not None
+        target = self.identity.to_json()
+        self._set_metadata({EMBEDDER_PENDING_KEY: target}, "mark the re-embedding")
+        ids = [
+            cid for page in self.iter_all(documents=False, metadatas=False) for cid, _, _ in page
+        ]
+        for lo in range(0, len(ids), batch):
+            part = ids[lo : lo + batch]
+            texts = {cid: text for cid, text, _ in self.get(ids=part, metadatas=False)}
+            part = [cid for cid in part if cid in texts]
+            if not part:
+                continue
+            try:
+                raw = self.embedder.embed_documents([texts[c] for c in part])
+            except Exception as exc:
+                msg = (
+                    f"the embedder {self.identity.name!r} failed while re-embedding "
+                    f"{self.where} ({type(exc).__name__}: {exc}); the collection stays "
+                    "marked as being re-embedded: fix the embedder and open it again with "
+                    "reembed=True"
+                )
+                raise ModelLoadError(msg) from exc
+            vectors = as_matrix(raw, len(part))
+            self._write_vectors(part, vectors)
+        ef = RemyEmbeddingFunction(self.embedder, replacing=True)
+        self.calls.call(
+            "record the embedder",
+            lambda: self.collection.modify(configuration={"embedding_function": ef}),
+        )
+        done = {EMBEDDER_KEY: target, EMBEDDER_PENDING_KEY: ""}
+        self._set_metadata(done, "record the embedder")
+        self.reembed_pending = self.unrecorded = False
+        return len(ids)
 
     @property
     def max_batch(self) -> int:
@@ -226,13 +358,7 @@ class DenseStore:
 
     def bump_generation(self) -> str:
         token = uuid.uuid4().hex
-
-        def write() -> None:
-            meta = dict(self.collection.metadata or {})
-            meta[GENERATION_KEY] = token
-            self.collection.modify(metadata=meta)
-
-        self.calls.call("update the collection generation", write)
+        self._set_metadata({GENERATION_KEY: token}, "update the collection generation")
         self._generation_read = (token, time.monotonic())
         if self._system is not None:  # our own write: our view reflects it
             _SEEN.setdefault(self._system, {})[self.name] = token

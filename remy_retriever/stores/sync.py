@@ -170,6 +170,7 @@ class StoreSync:
     def writing(self) -> Iterator[None]:
         """Hold the writer lock; first repair an interrupted earlier write."""
         with self.write_lock:
+            self.dense.check_identity_current()
             self.repair_if_interrupted()
             yield
 
@@ -187,6 +188,23 @@ class StoreSync:
         # same change.
         generation = token if state.generation == before else state.generation
         self._save(replace(state, generation=generation, dirty=False))
+
+    def settle_identity(self) -> None:
+        """After opening: re-embed when the open asked to (``reembed=True``), else record
+        the embedder's identity on a collection made before identities were recorded
+        (skipped while someone writes; a later open records it)."""
+        if self.dense.reembed_pending:
+            with self.writing(), self.change():
+                self.dense.reembed_all()
+        elif self.dense.unrecorded:
+            try:
+                if self.write_lock.acquire(blocking=False):
+                    try:
+                        self.dense.record_identity()
+                    finally:
+                        self.write_lock.release()
+            except StoreError as exc:  # e.g. a read-only store: opening it still works
+                _log.warning("cannot record the embedder of %s: %s", self.dense.where, exc)
 
     def repair_if_interrupted(self) -> None:
         """Call holding the write lock, before writing. Reloads this process's view of an

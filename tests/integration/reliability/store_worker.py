@@ -32,8 +32,9 @@ class SlowEmbedder(TokenHashEmbedder):
         self.seconds = seconds
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
-        print("WRITING", flush=True)
-        time.sleep(self.seconds)
+        if self.seconds:  # zero while the open fingerprints the embedder
+            print("WRITING", flush=True)
+            time.sleep(self.seconds)
         return super().embed_documents(texts)
 
 
@@ -52,7 +53,9 @@ def main(argv: list[str]) -> None:
     store, mode = argv[0], argv[1]
     if mode == "slow-add":
         doc_id, seconds = argv[2], float(argv[3])
-        r = Retriever(store, collection=COLLECTION, embedder=SlowEmbedder(seconds))
+        slow = SlowEmbedder()
+        r = Retriever(store, collection=COLLECTION, embedder=slow)
+        slow.seconds = seconds
         r.add([Document(id=doc_id, text=f"# {doc_id}\n\nwritten slowly by another process")])
         print("DONE", flush=True)
     elif mode == "bulk-add":

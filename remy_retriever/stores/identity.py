@@ -1,0 +1,257 @@
+"""Which embedder a collection's vectors come from, so that another is refused.
+
+A collection records its embedder's identity in its metadata (under
+:data:`~remy_retriever.records.EMBEDDER_KEY`): a name (the model id, else the class), the
+dimension, and a fingerprint: the vectors of a fixed probe text embedded as a document
+and as a query. One model has many names (a hub id, a local path, an alias), so the
+fingerprint decides: two embedders match when they have the same dimension and both
+probe vectors point the same way (cosine at least :data:`MATCH_COSINE`, which leaves room
+for float noise across CPUs and libraries). The name is what messages show.
+
+Changing a collection's embedder means re-embedding every chunk
+(``Retriever(..., embedder=new, reembed=True)``); while that runs the collection records
+the identity it is moving to (:data:`~remy_retriever.records.EMBEDDER_PENDING_KEY`), so an
+interrupted re-embedding is refused on open instead of mixing two models' vectors.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..embeddings import Embedder, as_matrix, resolve_embedder
+from ..errors import InvalidInputError, ModelLoadError, RemyError, StoreError
+from ..records import EMBEDDER_KEY, EMBEDDER_PENDING_KEY
+
+__all__ = [
+    "MATCH_COSINE",
+    "PROBE",
+    "EmbedderIdentity",
+    "PreparedEmbedder",
+    "check_identity",
+    "identify",
+    "prepare_embedder",
+    "recorded_identity",
+]
+
+#: The probe text whose vectors fingerprint an embedder. Never change it: recorded
+#: fingerprints are compared with fresh ones.
+PROBE = (
+    "remy-retriever embedder fingerprint: The quick brown fox jumps over the lazy dog "
+    "while 12 cats read the installation guide."
+)
+#: The least cosine between recorded and fresh probe vectors of the same embedder.
+MATCH_COSINE = 0.999
+_VERSION = 1
+
+
+@dataclass(frozen=True)
+class EmbedderIdentity:
+    """An embedder's name, dimension and probe vectors (document and query)."""
+
+    name: str
+    dim: int
+    document: tuple[float, ...]
+    query: tuple[float, ...]
+
+    def describe(self) -> str:
+        return f"{self.name!r} ({self.dim} dimensions)"
+
+    def similarity(self, other: EmbedderIdentity) -> float:
+        """The smaller of the two probe cosines (-1 when the dimensions differ)."""
+        if self.dim != other.dim:
+            return -1.0
+        return min(
+            _cosine(self.document, other.document),
+            _cosine(self.query, other.query),
+        )
+
+    def matches(self, other: EmbedderIdentity) -> bool:
+        return self.similarity(other) >= MATCH_COSINE
+
+    def to_json(self) -> str:
+        """Compact JSON for collection metadata: the probe vectors as base64 float16."""
+        return json.dumps(
+            {
+                "v": _VERSION,
+                "name": self.name,
+                "dim": self.dim,
+                "document": _pack(self.document),
+                "query": _pack(self.query),
+            },
+            separators=(",", ":"),
+        )
+
+    @classmethod
+    def from_json(cls, text: object, *, where: str) -> EmbedderIdentity:
+        try:
+            if not isinstance(text, str):
+                raise TypeError(type(text).__name__)
+            data = json.loads(text)
+            dim = int(data["dim"])
+            identity = cls(
+                name=str(data["name"]),
+                dim=dim,
+                document=_unpack(data["document"]),
+                query=_unpack(data["query"]),
+            )
+            if len(identity.document) != dim or len(identity.query) != dim:
+                msg = "wrong length"
+                raise ValueError(msg)
+        except (TypeError, ValueError, KeyError, binascii.Error) as exc:
+            msg = (
+                f"{where} has a damaged embedder record ({type(exc).__name__}: {exc}); "
+                "re-embed it to record the embedder afresh: "
+                "Retriever(..., embedder=<the model>, reembed=True)"
+            )
+            raise StoreError(msg) from exc
+        return identity
+
+
+def embedder_name(embedder: Embedder) -> str:
+    """The model id an embedder declares, else its class path."""
+    model_id = getattr(embedder, "model_id", None)
+    if isinstance(model_id, str) and model_id:
+        return model_id
+    cls = type(embedder)
+    return f"{cls.__module__}:{cls.__qualname__}"
+
+
+def identify(embedder: Embedder) -> EmbedderIdentity:
+    """Embed the probe text (this loads a lazily loaded model): a
+    :class:`ModelLoadError` here means the embedder cannot be used at all."""
+    name = embedder_name(embedder)
+    try:
+        document = as_matrix(embedder.embed_documents([PROBE]), 1)[0]
+        query = np.asarray(embedder.embed_query(PROBE), dtype=np.float32).reshape(-1)
+    except RemyError:
+        raise
+    except Exception as exc:
+        msg = (
+            f"the embedder {name!r} failed to embed a probe text "
+            f"({type(exc).__name__}: {' '.join(str(exc).split())[:300]}); fix the embedder "
+            "or pass another one"
+        )
+        raise ModelLoadError(msg) from exc
+    if query.shape != document.shape or not np.isfinite(query).all():
+        msg = (
+            f"the embedder {name!r} returned a query vector of shape {query.shape} for "
+            f"document vectors of shape {document.shape}, or non-finite values; "
+            "embed_query must return one finite vector as wide as embed_documents' rows"
+        )
+        raise ModelLoadError(msg)
+    return EmbedderIdentity(
+        name=name,
+        dim=int(document.shape[0]),
+        document=_unit(document),
+        query=_unit(query),
+    )
+
+
+@dataclass(frozen=True)
+class PreparedEmbedder:
+    """``embedder=`` resolved, with its identity (both ``None`` for ``embedder=None``:
+    the collection's record decides), and whether to re-embed the collection with it."""
+
+    embedder: Embedder | None = None
+    identity: EmbedderIdentity | None = None
+    reembed: bool = False
+
+
+def prepare_embedder(embedder: Embedder | str | None, *, reembed: bool) -> PreparedEmbedder:
+    """Check ``embedder=`` and ``reembed=``, and load and fingerprint an explicit
+    embedder: all before a store is opened, so that a model that cannot load creates
+    nothing."""
+    if not isinstance(reembed, bool):
+        msg = f"reembed must be True or False, got {type(reembed).__name__} {reembed!r:.80}"
+        raise InvalidInputError(msg)
+    if embedder is None:
+        if reembed:
+            msg = "reembed=True needs the new model: pass embedder=... with it"
+            raise InvalidInputError(msg)
+        return PreparedEmbedder()
+    resolved = resolve_embedder(embedder)
+    return PreparedEmbedder(resolved, identify(resolved), reembed)
+
+
+def recorded_identity(
+    metadata: Mapping[str, Any] | None, *, where: str
+) -> tuple[EmbedderIdentity | None, EmbedderIdentity | None]:
+    """The identity a collection records, and the one a re-embedding under way moves to
+    (each ``None`` when absent)."""
+    meta = metadata or {}
+    current = meta.get(EMBEDDER_KEY)
+    pending = meta.get(EMBEDDER_PENDING_KEY)
+    return (
+        None if current in (None, "") else EmbedderIdentity.from_json(current, where=where),
+        None if pending in (None, "") else EmbedderIdentity.from_json(pending, where=where),
+    )
+
+
+def check_identity(
+    recorded: EmbedderIdentity | None,
+    pending: EmbedderIdentity | None,
+    current: EmbedderIdentity,
+    *,
+    where: str,
+) -> None:
+    """Refuse to use ``current`` on a collection embedded with another model, or whose
+    re-embedding was interrupted (its vectors are a mix)."""
+    if pending is not None:
+        msg = (
+            f"re-embedding {where} with {pending.describe()} was interrupted, so its "
+            f"vectors mix two models; finish it: Retriever(..., embedder=<that model>, "
+            "reembed=True)"
+        )
+        raise ModelLoadError(msg)
+    if recorded is None or recorded.matches(current):
+        return
+    if recorded.dim != current.dim:
+        how = "their dimensions differ"
+    else:
+        how = f"their vectors differ (cosine {recorded.similarity(current):.3f} on a probe text)"
+    msg = (
+        f"{where} was embedded with {recorded.describe()}, not with {current.describe()}: "
+        f"{how}, so searches and new chunks would not be comparable with the stored ones. "
+        "Open it with the model it was built with, or re-embed every chunk with the new "
+        "one: Retriever(..., embedder=<new model>, reembed=True)"
+    )
+    raise ModelLoadError(msg)
+
+
+def _cosine(a: tuple[float, ...], b: tuple[float, ...]) -> float:
+    x = np.asarray(a, dtype=np.float64)
+    y = np.asarray(b, dtype=np.float64)
+    nx, ny = float(np.linalg.norm(x)), float(np.linalg.norm(y))
+    if nx == 0.0 or ny == 0.0:
+        return 1.0 if nx == ny else 0.0
+    return float(np.dot(x, y) / (nx * ny))
+
+
+def _unit(vector: np.ndarray) -> tuple[float, ...]:
+    """Unit length (cosine ignores the norm; float16 then holds every component)."""
+    values = vector.astype(np.float64)
+    norm = float(np.linalg.norm(values))
+    return tuple(float(x) for x in (values / norm if norm > 0 else values))
+
+
+def _pack(vector: tuple[float, ...]) -> str:
+    return base64.b64encode(np.asarray(vector, dtype="<f2").tobytes()).decode("ascii")
+
+
+def _unpack(text: object) -> tuple[float, ...]:
+    if not isinstance(text, str):
+        msg = f"expected base64 text, got {type(text).__name__}"
+        raise TypeError(msg)
+    raw = np.frombuffer(base64.b64decode(text, validate=True), dtype="<f2")
+    values = raw.astype(np.float64)
+    if not np.isfinite(values).all():
+        msg = "non-finite values"
+        raise ValueError(msg)
+    return tuple(float(x) for x in values)
