@@ -275,7 +275,7 @@ class MemoryStore:
         text = check_content(content)
         meta = None if metadata is None else check_metadata(metadata)
         docs = check_document_ids(document_ids)
-        unique = list(dict.fromkeys(parent_ids))
+        unique = list(dict.fromkeys(check_memory_id(pid) for pid in parent_ids))
         if not 1 <= len(unique) <= MAX_PARENTS:
             msg = f"{relation} needs 1 to {MAX_PARENTS} distinct memory ids, got {parent_ids!r}"
             raise InvalidInputError(msg)

@@ -9,6 +9,7 @@ See :func:`search_documents`. Scores are 0-1 in every mode (the rules are in
 from __future__ import annotations
 
 import re
+import reprlib
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -31,6 +32,21 @@ __all__ = ["SUMMARY_CHARS", "lead_summary", "search_documents"]
 SUMMARY_CHARS = 300
 #: Most documents one call may return.
 MAX_LIMIT = 1000
+#: The options :func:`search_documents` takes (``limit`` is its ``k``).
+OPTIONS = frozenset(
+    {
+        "limit",
+        "chunk_threshold",
+        "document_threshold",
+        "only_matching_chunks",
+        "include_full_docs",
+        "include_summary",
+        "mode",
+        "rerank",
+        "where",
+        "context_chunks",
+    }
+)
 
 
 def search_documents(
@@ -49,6 +65,7 @@ def search_documents(
     rerank: bool | str | Reranker | None = False,
     where: Mapping[str, Any] | None = None,
     context_chunks: int = 1,
+    **unknown: Any,
 ) -> DocumentSearchResponse:
     """Search and group the chunk hits by document, best document first (what
     ``Retriever.search_documents`` returns; ``default_reranker`` is the retriever's own).
@@ -82,6 +99,10 @@ def search_documents(
     never reranks; ``None`` uses the retriever's own reranker).
     """
     started = time.perf_counter()
+    if unknown:
+        known = sorted(OPTIONS)
+        msg = f"search_documents() got unknown option(s) {sorted(unknown)}; use any of {known}"
+        raise InvalidInputError(msg)
     check_int("limit", limit, hi=MAX_LIMIT)
     check_int("context_chunks", context_chunks, lo=0, hi=MAX_EXPAND)
     _check_threshold("chunk_threshold", chunk_threshold)
@@ -92,7 +113,7 @@ def search_documents(
         ("include_summary", include_summary),
     ):
         if not isinstance(flag, bool):
-            msg = f"{name} must be True or False, got {flag!r}"
+            msg = f"{name} must be True or False, got {reprlib.repr(flag)}"
             raise InvalidInputError(msg)
     # Fetch enough chunks to fill `limit` documents; widen once if they crowd together.
     k = min(10_000, max(3 * limit, 20))
@@ -262,5 +283,6 @@ def lead_summary(text: str, *, max_chars: int = SUMMARY_CHARS) -> str:
 
 def _check_threshold(name: str, value: object) -> None:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
-        msg = f"{name} must be a number between 0 and 1 (scores are 0-1), got {value!r}"
+        shown = reprlib.repr(value)  # bounded: a hostile value may be huge or deeply nested
+        msg = f"{name} must be a number between 0 and 1 (scores are 0-1), got {shown}"
         raise InvalidInputError(msg)

@@ -13,6 +13,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from ..errors import ModelLoadError
 from ..filters import matches, to_chroma
 from ..hits import SearchHit
 from ..options import SearchOptions
@@ -25,7 +26,7 @@ from .calibration import ScoredHit, calibrate, query_ceiling
 from .enrich import distinctive_terms, explain_hit, highlight, with_neighbors
 from .rerank import rerank_hits
 
-__all__ = ["Branches", "Ranking", "SearchPipeline"]
+__all__ = ["Branches", "Ranking", "SearchPipeline", "query_vector"]
 
 #: The embedder sees at most this many characters of a query (models truncate anyway).
 EMBED_QUERY_CHARS = 4_000
@@ -49,7 +50,7 @@ class SearchPipeline:
             # Lone surrogates become U+FFFD: model tokenizers reject them.
             text = sanitize(query[:EMBED_QUERY_CHARS])
             dense = self.sync.dense
-            vector = np.asarray(dense.embedder.embed_query(text), dtype=np.float32)
+            vector = query_vector(dense.embedder.embed_query(text))
             branches["semantic"] = dense.query(vector, pool, to_chroma(options.filter))
         if options.mode in ("lexical", "hybrid"):
             branches["lexical"] = self.sync.search_lexical(query, pool, options.filter)
@@ -129,3 +130,26 @@ class SearchPipeline:
         if options.mode != "semantic" and any(h.retrieval_rank is None for h in hits):
             ceiling = query_ceiling(query, lambda t: self.sync.lexical.idf(t, options.filter))
         return calibrate(hits, mode=options.mode, ceiling=ceiling)
+
+
+def query_vector(raw: object) -> np.ndarray:
+    """What ``embed_query`` returned, checked: one non-empty row of finite numbers, else
+    :class:`ModelLoadError` (a query must not search with None, NaN or a matrix)."""
+    try:
+        vector = np.asarray(raw, dtype=np.float32)
+    except (TypeError, ValueError, OverflowError) as exc:
+        msg = (
+            f"the embedder's embed_query returned {type(raw).__name__}, not numbers ({exc}); "
+            "it must return one vector (a 1-D array of floats)"
+        )
+        raise ModelLoadError(msg) from exc
+    if vector.ndim != 1 or vector.size == 0:
+        msg = (
+            f"the embedder's embed_query returned shape {vector.shape}; it must return one "
+            "vector (a 1-D array of floats)"
+        )
+        raise ModelLoadError(msg)
+    if not np.isfinite(vector).all():
+        msg = "the embedder's embed_query returned NaN or infinite values; check the model"
+        raise ModelLoadError(msg)
+    return vector
