@@ -24,6 +24,7 @@ from .ingest.files import DEFAULT_MAX_DOCUMENT_BYTES, load_files
 from .ingest.writer import Ingestor, IngestReport, show_progress
 from .options import SearchOptions, check_int, validate_query
 from .records import document_id_of
+from .reprs import short_repr
 from .rerankers import Reranker, resolve_reranker
 from .responses import DocumentSearchResponse
 from .retry import RetryPolicy
@@ -257,6 +258,9 @@ class Retriever:
         """Check (and with ``repair=True`` fix) drift between Chroma and the lexical
         index; see :meth:`remy_retriever.stores.sync.StoreSync.doctor`. Runs by itself
         on open after an interrupted write."""
+        if not isinstance(repair, bool):
+            msg = f"repair must be True or False, got {type(repair).__name__} {short_repr(repair)}"
+            raise InvalidInputError(msg)
         return self._sync.doctor(repair=repair)
 
     # -- reading ----------------------------------------------------------------------
@@ -325,7 +329,7 @@ class Retriever:
             where=where,
             rerank=rerank,
             rerank_depth=k,
-            candidates=max(candidates, k),
+            candidates=max(check_int("candidates", candidates), check_int("k", k)),
             explain=mode == "hybrid",
         )
         return self._pipeline.scored(text, options, default_reranker=self.reranker)

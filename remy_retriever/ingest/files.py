@@ -22,6 +22,7 @@ from typing import Any
 
 from ..documents import Document
 from ..errors import InvalidDocumentError, InvalidInputError
+from ..reprs import short_repr
 
 __all__ = [
     "DEFAULT_MAX_DOCUMENT_BYTES",
@@ -307,14 +308,27 @@ def _read(path: str, max_bytes: int) -> bytes:
 
 
 def _check_path(path: object) -> str:
+    given = path
     if isinstance(path, os.PathLike):
-        path = os.fspath(path)
+        try:
+            path = os.fspath(path)
+        except Exception as exc:
+            msg = f"ingest(): {short_repr(given)} does not give a file system path ({exc})"
+            raise InvalidInputError(msg) from exc
     if not isinstance(path, str) or not path or "\x00" in path:
         msg = (
             f"ingest() takes a path to a folder or file as a str or pathlib.Path, got "
-            f"{type(path).__name__} {path!r:.80}"
+            f"{type(given).__name__} {short_repr(given)}"
         )
         raise InvalidInputError(msg)
+    try:
+        os.fsencode(path)
+    except UnicodeEncodeError as exc:
+        msg = (
+            f"ingest(): the path {short_repr(path)} holds a character no file name can "
+            f"({exc.reason}: {path[exc.start : exc.end]!r}); check the path"
+        )
+        raise InvalidInputError(msg) from exc
     return path
 
 

@@ -27,6 +27,7 @@ from ..errors import (
     ServerUnavailableError,
     StoreError,
 )
+from ..reprs import short_repr
 from ..retry import DEFAULT_RETRY, RetryPolicy
 
 __all__ = [
@@ -178,6 +179,11 @@ def open_client(
     return OpenedClient(persistent, f"embedded store {str(root)!r}", root)
 
 
+#: POSIX limits on one file name and a whole path, in bytes (Linux's values).
+_NAME_MAX = 255
+_PATH_MAX = 4095
+
+
 def local_path(value: object, what: str) -> Path:
     """``value`` (a ``str`` or ``os.PathLike[str]``) as an absolute :class:`Path`.
 
@@ -188,18 +194,18 @@ def local_path(value: object, what: str) -> Path:
         try:
             text = os.fspath(value)
         except Exception as exc:
-            msg = f"{what} {value!r:.80} does not give a file system path ({exc})"
+            msg = f"{what} {short_repr(value)} does not give a file system path ({exc})"
             raise InvalidInputError(msg) from exc
     if isinstance(text, (bytes, bytearray)):
         msg = (
-            f"{what} must be a str or pathlib.Path, got bytes {value!r:.80}; decode it "
-            "first (os.fsdecode(path))"
+            f"{what} must be a str or pathlib.Path, got bytes {short_repr(value)}; decode "
+            "it first (os.fsdecode(path))"
         )
         raise InvalidInputError(msg)
     if not isinstance(text, str):
         msg = (
             f"{what} must be a directory path (str or pathlib.Path), got "
-            f"{type(value).__name__} {value!r:.80}"
+            f"{type(value).__name__} {short_repr(value)}"
         )
         raise InvalidInputError(msg)
     if not text:
@@ -207,6 +213,20 @@ def local_path(value: object, what: str) -> Path:
         raise InvalidInputError(msg)
     if "\0" in text:
         msg = f"{what} {text!r:.200} contains a NUL character, which no file name can hold"
+        raise InvalidInputError(msg)
+    try:
+        parts = [os.fsencode(part) for part in Path(text).parts]
+    except UnicodeEncodeError as exc:
+        msg = (
+            f"{what} {short_repr(text)} holds a character no file name can "
+            f"({exc.reason}: {text[exc.start : exc.end]!r}); check the path"
+        )
+        raise InvalidInputError(msg) from exc
+    if any(len(part) > _NAME_MAX for part in parts) or len(os.fsencode(text)) > _PATH_MAX:
+        msg = (
+            f"{what} {short_repr(text)} is too long for the file system (at most "
+            f"{_NAME_MAX} bytes per name and {_PATH_MAX} in all); use a shorter path"
+        )
         raise InvalidInputError(msg)
     try:
         return Path(text).resolve()
