@@ -241,3 +241,52 @@ def test_the_surface_check_catches_private_imports(tmp_path: Path) -> None:
         "bad.py:2: remy_retriever.records",
         "bad.py:3: remy_retriever._private is not in its __all__",
     ]
+
+
+#: Modules and builtins that turn stored bytes or text into code.
+_CODE_FROM_DATA_MODULES = {
+    "pickle",
+    "cPickle",
+    "dill",
+    "cloudpickle",
+    "marshal",
+    "shelve",
+    "joblib",
+}
+_CODE_FROM_DATA_CALLS = {"eval", "exec", "compile", "__import__"}
+
+
+def _code_from_data(tree: ast.AST) -> list[str]:
+    found: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [a.name for a in node.names if a.name.split(".")[0] in _CODE_FROM_DATA_MODULES]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            if node.module.split(".")[0] in _CODE_FROM_DATA_MODULES:
+                found.append(node.module)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            if node.func.id in _CODE_FROM_DATA_CALLS:
+                found.append(f"{node.func.id}()")
+        elif isinstance(node, ast.Attribute) and node.attr == "import_module":
+            found.append("importlib.import_module")
+    return found
+
+
+def test_no_stored_data_becomes_code() -> None:
+    """SECURITY.md: remy never unpickles, evaluates or imports anything a store names."""
+    offenders = {
+        str(p.relative_to(ROOT)): hits
+        for p in sorted(PACKAGE.rglob("*.py"))
+        if (hits := _code_from_data(ast.parse(p.read_text(encoding="utf-8"))))
+    }
+    assert offenders == {}
+
+
+def test_the_code_from_data_check_finds_each_kind() -> None:
+    source = "import pickle\nfrom marshal import loads\neval('1')\nimportlib.import_module(x)\n"
+    assert _code_from_data(ast.parse(source)) == [
+        "pickle",
+        "marshal",
+        "eval()",
+        "importlib.import_module",
+    ]
