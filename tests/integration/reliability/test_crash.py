@@ -342,7 +342,9 @@ def test_cli_doctor_detects_and_repairs_damage(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     store = tmp_path / "db"
-    with _open(store) as r:
+    # The real default model: the CLI rebuilds only built-in embedders from a store's
+    # record (a recorded custom class is never imported).
+    with Retriever(store, collection="kbase") as r:
         r.add(_docs())
         # Behind our back: chunks vanish from Chroma, one chunk from the lexical index.
         r.dense.collection.delete(ids=["doc1#0"])
@@ -359,7 +361,7 @@ def test_cli_doctor_detects_and_repairs_damage(
     # Lexical files deleted: the CLI's open rebuilds them; doctor finds nothing to fix.
     shutil.rmtree(_lexical_dir(store))
     assert cli_main(["doctor", *base]) == 0
-    with _open(store) as r:
+    with Retriever(store, collection="kbase") as r:
         check_indexes_agree(r)
         assert "doc1" not in check_whole_documents(r)  # half-gone: dropped whole
         assert "doc2" in check_whole_documents(r)
