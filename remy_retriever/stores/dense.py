@@ -99,6 +99,8 @@ STALE_VIEW_ERRORS = (
     "Error creating hnsw segment reader",
     "Error loading hnsw index",
     "Nothing found on disk",
+    # The view's vector segment cannot replay the log another process is compacting.
+    "Failed to apply logs to the hnsw segment",
 )
 #: A read that fails with one of them reloads the view and tries again after each of
 #: these pauses (seconds; about 3 s in all), then raises StoreError.
@@ -478,9 +480,12 @@ class DenseStore:
                 include=["distances"],
             ),
         )
-        ids = result["ids"][0]
-        distances = result["distances"][0]
-        return [(i, cosine_from_distance(d)) for i, d in zip(ids, distances)]
+        # A view caught mid-update can list a chunk twice (old and new vector): keep the
+        # closest, so every chunk appears once downstream.
+        best: dict[str, float] = {}
+        for i, d in zip(result["ids"][0], result["distances"][0]):
+            best.setdefault(i, cosine_from_distance(d))
+        return list(best.items())
 
     def get(
         self,
@@ -498,7 +503,7 @@ class DenseStore:
         result = self._read(
             "read chunks",
             lambda: self.collection.get(
-                ids=list(ids) if ids is not None else None,
+                ids=list(dict.fromkeys(ids)) if ids is not None else None,  # Chroma: unique
                 where=dict(where) if where else None,
                 include=include,
                 limit=limit,

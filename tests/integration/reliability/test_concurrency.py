@@ -409,3 +409,13 @@ def test_a_killed_waiter_or_holder_never_blocks_the_queue(tmp_path: Path) -> Non
     lock = WriterLock(lock_path, timeout=30)
     assert lock.acquire(blocking=False)
     lock.release()
+
+
+def test_a_read_of_repeated_chunk_ids_returns_each_once(tmp_path: Path) -> None:
+    """Chroma refuses a get with repeated ids ("Expected IDs to be unique"); a view caught
+    mid-update can hand the pipeline a chunk twice (seen in the stress test)."""
+    r = Retriever(tmp_path / "db", embedder=TokenHashEmbedder())
+    r.add([Document(id="a", text="# A\n\nalpha river stone")])
+    records = r.dense.get(ids=["a#0", "a#0", "a#0"])
+    assert [record[0] for record in records] == ["a#0"]
+    r.close()
