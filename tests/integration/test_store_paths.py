@@ -116,7 +116,7 @@ def test_create_false_creates_nothing(tmp_path: Path) -> None:
 
 @pytest.fixture
 def shared_dir() -> Iterator[Path]:
-    """A directory another user can read (pytest's tmp_path is private to us)."""
+    """A fresh directory for a store whose modes the test sets."""
     root = Path(tempfile.mkdtemp(prefix="remy-ro-"))
     root.chmod(0o755)
     yield root
