@@ -34,7 +34,8 @@ EMBEDDER = os.environ.get("REMY_STRESS_EMBEDDER", "fake")
 
 def start(store: Path, go: Path, *args: str) -> subprocess.Popen[str]:
     proc = subprocess.Popen(
-        [sys.executable, str(WORKER), str(store), EMBEDDER, str(go), *args],
+        # -X faulthandler: a native crash (e.g. inside Chroma) prints the Python stack.
+        [sys.executable, "-X", "faulthandler", str(WORKER), str(store), EMBEDDER, str(go), *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -49,7 +50,7 @@ def start(store: Path, go: Path, *args: str) -> subprocess.Popen[str]:
 
 def report_of(proc: subprocess.Popen[str], timeout: float) -> dict[str, Any]:
     out, err = proc.communicate(timeout=timeout)
-    assert proc.returncode == 0, err[-3000:]
+    assert proc.returncode == 0, f"{proc.args[4:]} exited {proc.returncode}: {err[-6000:]}"
     report: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
     return report
 
