@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -29,6 +30,7 @@ from ..errors import (
 )
 from ..reprs import short_repr
 from ..retry import DEFAULT_RETRY, RetryPolicy
+from .chroma_lock import ChromaLock
 
 __all__ = [
     "ChromaCalls",
@@ -60,7 +62,13 @@ class ChromaCalls:
     """Runs Chroma operations for one collection of one client, under a retry policy."""
 
     def __init__(
-        self, client: Any, name: str, *, server: str, retry: RetryPolicy | None = None
+        self,
+        client: Any,
+        name: str,
+        *,
+        server: str,
+        retry: RetryPolicy | None = None,
+        store_dir: Path | None = None,
     ) -> None:
         if retry is not None and not isinstance(retry, RetryPolicy):
             msg = (
@@ -73,6 +81,10 @@ class ChromaCalls:
         self.server = server
         self.retry = DEFAULT_RETRY if retry is None else retry
         self.request_timeout = _bound_http_timeout(client, self.retry.timeout)
+        #: An embedded store's engine takes one call at a time across processes.
+        self.engine_lock: AbstractContextManager[object] = (
+            nullcontext() if store_dir is None else ChromaLock(store_dir)
+        )
 
     def call(self, what: str, fn: Callable[[], T], *, idempotent: bool = True) -> T:
         """Run one Chroma operation; retry it (if ``idempotent``) while the server cannot
@@ -81,7 +93,8 @@ class ChromaCalls:
         failures = 0
         while True:
             try:
-                return fn()
+                with self.engine_lock:
+                    return fn()
             except RemyError:
                 raise
             except Exception as exc:
@@ -169,7 +182,8 @@ def open_client(
     root = local_path("./remy_data" if path is None else path, "path")
     _check_store_dir(root, create=create)
     try:
-        persistent = chromadb.PersistentClient(path=str(root))
+        with ChromaLock(root):
+            persistent = chromadb.PersistentClient(path=str(root))
     except Exception as exc:
         msg = (
             f"cannot open the embedded store at {str(root)!r} ({type(exc).__name__}: "

@@ -81,7 +81,9 @@ def open_stores(
 ) -> OpenedStores:
     """Open (or create) the collection, its document table and its lexical index."""
     opened = open_client(path, client, create=create)
-    calls = ChromaCalls(opened.client, collection, server=opened.server, retry=retry)
+    calls = ChromaCalls(
+        opened.client, collection, server=opened.server, retry=retry, store_dir=opened.store_dir
+    )
     dense = DenseStore(calls, embedder, create=create, hnsw=hnsw)
     if lexical_path is None:
         if client is None and opened.store_dir is not None:

@@ -419,3 +419,46 @@ def test_a_read_of_repeated_chunk_ids_returns_each_once(tmp_path: Path) -> None:
     records = r.dense.get(ids=["a#0", "a#0", "a#0"])
     assert [record[0] for record in records] == ["a#0"]
     r.close()
+
+
+_SEARCH_ON_SIGNAL = """
+import sys, time
+sys.path.insert(0, sys.argv[2])
+from remy_reliability_support import TokenHashEmbedder
+from remy_retriever import Retriever
+r = Retriever(sys.argv[1], embedder=TokenHashEmbedder())
+print("READY", flush=True)
+sys.stdin.readline()
+hits = r.search("alpha river", mode="semantic", k=1)
+print("DONE", time.time(), len(hits), flush=True)
+"""
+
+
+@pytest.mark.timeout(120)
+def test_processes_never_run_chroma_calls_at_the_same_time(tmp_path: Path) -> None:
+    """chromadb's embedded engine can crash natively when two processes use one store at
+    once; every Chroma call holds the store's engine lock, so another process's call
+    waits for it (here: a search waits while this process holds the lock)."""
+    from remy_retriever.stores.chroma_lock import ChromaLock
+
+    store = tmp_path / "db"
+    with Retriever(store, embedder=TokenHashEmbedder()) as r:
+        r.add([Document(id="a", text="# A\n\nalpha river stone")])
+    here = str(Path(__file__).resolve().parent)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _SEARCH_ON_SIGNAL, str(store), here],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    assert proc.stdout.readline().strip() == "READY"
+    with ChromaLock(store):
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
+        time.sleep(1.0)  # the other process is now waiting for the lock
+        released = time.time()
+    out, _ = proc.communicate(timeout=60)
+    word, finished, hits = out.split()
+    assert word == "DONE" and hits == "1"
+    assert float(finished) >= released  # its search ran only after the lock was free
