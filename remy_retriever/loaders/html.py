@@ -83,6 +83,9 @@ _BOMS = (
 # The WHATWG encoding standard reads these labels as windows-1252.
 _AS_CP1252 = frozenset({"latin_1", "iso8859_1", "ascii", "cp1252"})
 _MAX_URL_CHARS = 2048
+# markdownify recurses about three frames per element level: below this depth an element
+# is converted as plain lines of text instead.
+_MAX_DEPTH = 100
 # Boilerplate holding more than this share of the page's text is kept: it is the page.
 _MOST_OF_PAGE = 0.5
 
@@ -113,6 +116,7 @@ def load_html(data: bytes, name: str) -> LoadedText:
         for head in body.find_all("head"):
             head.decompose()
         _drop_clutter(body)
+        _flatten_deep(body, bs4.Tag)
         converter = markdownify.MarkdownConverter(
             heading_style="ATX",
             bullets="-",
@@ -191,6 +195,24 @@ def _drop_clutter(body: Any) -> None:
             continue
         if len(tag.get_text(" ", strip=True)) / total <= _MOST_OF_PAGE:
             tag.decompose()
+
+
+def _flatten_deep(body: Any, tag_type: type) -> None:
+    """Replace the content of each element at depth :data:`_MAX_DEPTH` by its text, one
+    line per string, so the conversion never recurses deeper (bs4 itself walks and
+    parses without recursion)."""
+    stack: list[tuple[Any, int]] = [(body, 0)]
+    deep: list[Any] = []
+    while stack:
+        tag, depth = stack.pop()
+        if depth >= _MAX_DEPTH:
+            deep.append(tag)
+            continue
+        stack.extend((child, depth + 1) for child in tag.children if isinstance(child, tag_type))
+    for tag in deep:
+        lines = [" ".join(text.split()) for text in tag.stripped_strings]
+        tag.clear()
+        tag.append("\n\n".join(line for line in lines if line))
 
 
 def _hidden(tag: Any) -> bool:
