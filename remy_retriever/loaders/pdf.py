@@ -3,14 +3,18 @@
 pypdf reads text in content-stream order, which is reading order for the two-column
 layouts that LaTeX, Word and reportlab write; pdfplumber, which reads by position, ran the
 two columns together line by line (see the loaders tests and the #13 notes). A word split
-by a hyphen at a line end is joined. Pages are separated by a blank line, and
-:attr:`LoadedText.pages` records where each starts, so a chunk knows its pages.
+by a hyphen at a line end is joined. A line set larger than the body text becomes a ``#``
+heading (larger sizes, higher levels), for the heading-aware chunker. Pages are separated
+by a blank line, and :attr:`LoadedText.pages` records where each starts, so a chunk knows
+its pages.
 """
 
 from __future__ import annotations
 
 import io
+import math
 import re
+from collections import Counter
 from typing import Any
 
 from ..errors import InvalidDocumentError, RemyError
@@ -24,6 +28,8 @@ _PAGE_BREAK = "\n\n"
 _HYPHEN_BREAK = re.compile(r"(?<=[^\W\d_][^\W\d_])-[ \t]*\n[ \t]*(?=[^\W\d_A-Z])")
 _PLACEHOLDER_TITLES = frozenset({"untitled", "anonymous", "(anonymous)", "untitled document"})
 _MAX_HEADING_WORDS = 15
+# A line is a heading when its font is at least this much larger than the body text's.
+_HEADING_SCALE = 1.15
 
 
 def _pypdf() -> Any:
@@ -48,13 +54,14 @@ def load_pdf(data: bytes, name: str) -> LoadedText:
                 "save a decrypted copy (e.g. qpdf --decrypt) and ingest that"
             )
             raise InvalidDocumentError(msg)
-        texts = [_page_text(page) for page in reader.pages]
+        read = [_read_page(page) for page in reader.pages]
         meta_title = _metadata_title(reader)
     except RemyError:
         raise
     except Exception as exc:  # pypdf raises many kinds on a damaged file
         msg = f"cannot read PDF {name!r}: {type(exc).__name__}: {exc}; is it a valid PDF?"
         raise InvalidDocumentError(msg) from exc
+    texts = _mark_headings(read)
     if not any(texts):
         msg = (
             f"cannot read PDF {name!r}: no extractable text (OCR is not supported); it has "
@@ -84,8 +91,57 @@ def _decrypted(reader: Any) -> bool:
         return False
 
 
-def _page_text(page: Any) -> str:
-    return clean_text(_HYPHEN_BREAK.sub("", clean_text(page.extract_text() or "")))
+def _read_page(page: Any) -> tuple[str, list[tuple[float, str]]]:
+    """The page's text, and its text runs with their rendered font size."""
+    runs: list[tuple[float, str]] = []
+
+    def visit(text: str, cm: Any, tm: Any, font: Any, size: Any) -> None:
+        run = " ".join(text.split())
+        if run and isinstance(size, (int, float)):
+            try:
+                scale = math.hypot(tm[2], tm[3]) * math.hypot(cm[2], cm[3])
+            except (TypeError, IndexError):
+                scale = 1.0
+            runs.append((round(float(size) * scale * 2) / 2, run))
+
+    text = page.extract_text(visitor_text=visit) or ""
+    return clean_text(_HYPHEN_BREAK.sub("", clean_text(text))), runs
+
+
+def _mark_headings(read: list[tuple[str, list[tuple[float, str]]]]) -> list[str]:
+    """The pages' texts with heading lines as ``#`` lines. A heading is a whole line
+    set in one run of text larger than the body text (the size most characters have),
+    short and with letters; the larger the size, the higher the level."""
+    chars: Counter[float] = Counter()
+    for _, runs in read:
+        for size, run in runs:
+            chars[size] += len(run)
+    if not chars:
+        return [text for text, _ in read]
+    body = chars.most_common(1)[0][0]
+    heads = [
+        {run: size for size, run in runs if size >= body * _HEADING_SCALE and _short(run)}
+        for _, runs in read
+    ]
+    sizes = sorted({size for page in heads for size in page.values()}, reverse=True)
+    level = {size: min(i + 1, 6) for i, size in enumerate(sizes)}
+    out: list[str] = []
+    for (text, _), page_heads in zip(read, heads):
+        lines = text.split("\n")
+        for i, line in enumerate(lines):
+            found = page_heads.get(" ".join(line.split()))
+            if found is not None and not line.startswith("#"):
+                lines[i] = f"{'#' * level[found]} {line.strip()}"
+        out.append("\n".join(lines))
+    return out
+
+
+def _short(run: str) -> bool:
+    return (
+        len(run.split()) <= _MAX_HEADING_WORDS
+        and sum(char.isalpha() for char in run) >= 2
+        and not run.endswith((".", ",", ";"))
+    )
 
 
 def _metadata_title(reader: Any) -> str | None:
@@ -102,7 +158,7 @@ def _heading_like(texts: list[str]) -> str | None:
     """The first line of the first page with text, when it looks like a heading: short,
     with a letter, not ending like a sentence."""
     first = next(text for text in texts if text)
-    line = first.split("\n", 1)[0].strip()
+    line = first.split("\n", 1)[0].lstrip("#").strip()
     if (
         len(line.split()) <= _MAX_HEADING_WORDS
         and any(char.isalpha() for char in line)

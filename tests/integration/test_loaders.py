@@ -101,7 +101,7 @@ def test_pdf_pages_offsets_and_text(tmp_path: Path) -> None:
     # page 3 is text[pages[2]:pages[3]], and the sentence is on no other page
     assert PAGE3 in _norm(_page(loaded, 3))
     assert [n for n in range(1, 6) if PAGE3 in _norm(_page(loaded, n))] == [3]
-    assert "Chapter One: Rivers" in _page(loaded, 1)
+    assert _page(loaded, 1).startswith("# Chapter One: Rivers\n")
     assert _page(loaded, 4).strip() == ""  # the empty page stays, empty
     assert "after an empty one" in _page(loaded, 5)
 
@@ -112,6 +112,16 @@ def test_pdf_two_columns_are_read_column_by_column() -> None:
     assert "Glaciers move slowly downhill under their own weight." in page2
     assert "Volcanoes erupt molten rock called magma from deep below." in page2
     assert page2.index("Glaciers") < page2.index("Volcanoes")
+
+
+def test_pdf_headings_become_markdown_headings_by_font_size() -> None:
+    loaded = load_file_bytes(_field_notes_pdf(), "notes.pdf")
+    assert [line for line in loaded.text.splitlines() if line.startswith("#")] == [
+        "# Chapter One: Rivers",  # 20 pt
+        "### 1.1 Sediment",  # 14 pt
+        "## Chapter Two: Two Columns",  # 16 pt
+        "## Chapter Three: Lights",
+    ]
 
 
 def test_pdf_hyphenated_line_break_is_joined() -> None:
