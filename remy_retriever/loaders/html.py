@@ -1,0 +1,235 @@
+"""HTML to Markdown through BeautifulSoup and ``markdownify`` (the ``html`` extra).
+
+Before conversion the page loses everything that is not its text: ``script``, ``style``,
+``noscript``, ``template``, forms, embedded frames and graphics, the site's ``nav``,
+``aside``, ``footer`` and ``header`` (a header inside an article stays: it holds the
+article's title), hidden elements (``hidden``, ``aria-hidden="true"``, ``display: none``
+or ``visibility: hidden``), and boilerplate marked by an ARIA landmark role or a class or
+id such as ``navbar``, ``sidebar``, ``cookie-banner`` or ``site-footer`` (unless it holds
+most of the page's text). ``<h1>``-``<h6>`` become ``#`` headings for the heading-aware
+chunker; links keep their text, images are dropped.
+
+Only the body is converted. The title is ``<title>``, else the first ``<h1>``; the url is
+``<link rel="canonical">`` when it is an absolute http(s) URL.
+"""
+
+from __future__ import annotations
+
+import codecs
+import re
+from typing import Any
+
+from ..errors import InvalidDocumentError
+from .base import LoadedText, MissingExtraError, clean_text, clean_title, missing_extra_message
+
+__all__ = ["decode_html", "load_html"]
+
+_DROP_TAGS = (
+    "script",
+    "style",
+    "noscript",
+    "template",
+    "form",
+    "button",
+    "select",
+    "textarea",
+    "input",
+    "iframe",
+    "object",
+    "embed",
+    "svg",
+    "canvas",
+    "nav",
+    "aside",
+    "footer",
+    "dialog",
+)
+_SECTIONING = ("article", "main", "section")
+_BOILERPLATE_ROLES = frozenset(
+    {"navigation", "banner", "contentinfo", "complementary", "search", "menubar", "dialog"}
+)
+_BOILERPLATE_WORDS = frozenset(
+    {
+        "nav",
+        "navbar",
+        "navigation",
+        "menu",
+        "sidebar",
+        "footer",
+        "cookie",
+        "cookies",
+        "consent",
+        "breadcrumb",
+        "breadcrumbs",
+        "advert",
+        "advertisement",
+        "ads",
+        "share",
+        "social",
+        "skiplink",
+        "newsletter",
+    }
+)
+_WORD_SPLIT = re.compile(r"[\s_-]+")
+_HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.IGNORECASE)
+_META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.I)
+_BOMS = (
+    (codecs.BOM_UTF8, "utf-8"),
+    (codecs.BOM_UTF32_LE, "utf-32-le"),
+    (codecs.BOM_UTF32_BE, "utf-32-be"),
+    (codecs.BOM_UTF16_LE, "utf-16-le"),
+    (codecs.BOM_UTF16_BE, "utf-16-be"),
+)
+# The WHATWG encoding standard reads these labels as windows-1252.
+_AS_CP1252 = frozenset({"latin_1", "iso8859_1", "ascii", "cp1252"})
+_MAX_URL_CHARS = 2048
+# markdownify recurses about three frames per element level: below this depth an element
+# is converted as plain lines of text instead.
+_MAX_DEPTH = 100
+# Boilerplate holding more than this share of the page's text is kept: it is the page.
+_MOST_OF_PAGE = 0.5
+
+
+def _libraries() -> tuple[Any, Any]:
+    try:
+        # lazy: bs4 and markdownify are the optional 'html' extra, imported on use
+        import bs4
+        import markdownify
+    except ImportError as exc:
+        msg = missing_extra_message("html", exc)
+        raise MissingExtraError(msg) from exc
+    return bs4, markdownify
+
+
+def load_html(data: bytes, name: str) -> LoadedText:
+    """The page's main text as Markdown, with its title and canonical url."""
+    bs4, markdownify = _libraries()
+    html = decode_html(data, name)
+    if "\x00" in html:
+        msg = f"cannot read HTML {name!r}: it contains NUL bytes (binary?); pass an HTML file"
+        raise InvalidDocumentError(msg)
+    try:
+        soup = bs4.BeautifulSoup(html, "html.parser")
+        title = _title(soup)
+        url = _canonical(soup)
+        body = soup.body or soup
+        for head in body.find_all("head"):
+            head.decompose()
+        _drop_clutter(body)
+        _flatten_deep(body, bs4.Tag)
+        converter = markdownify.MarkdownConverter(
+            heading_style="ATX",
+            bullets="-",
+            strip=["a", "img"],
+            escape_asterisks=False,
+            escape_underscores=False,
+            escape_misc=False,
+        )
+        text = clean_text(converter.convert_soup(body))
+    except RecursionError:
+        msg = f"cannot read HTML {name!r}: its elements are nested too deeply to convert"
+        raise InvalidDocumentError(msg) from None
+    return LoadedText(text=text, title=title, url=url, type="html")
+
+
+def decode_html(data: bytes, name: str) -> str:
+    """``data`` decoded by its byte order mark, else its ``<meta charset>``, else as
+    UTF-8, else as windows-1252 (what browsers assume for an undeclared page)."""
+    for bom, encoding in _BOMS:
+        if data.startswith(bom):
+            return data[len(bom) :].decode(encoding, "replace")
+    declared = _META_CHARSET.search(data[:4096])
+    if declared:
+        try:
+            encoding = codecs.lookup(declared.group(1).decode("ascii")).name
+        except LookupError:
+            encoding = "utf-8"
+        if encoding.replace("-", "_") in _AS_CP1252:
+            encoding = "cp1252"
+        elif encoding.startswith(("utf_16", "utf-16", "utf_32", "utf-32")):
+            encoding = "utf-8"  # a page that can declare it in ASCII is not UTF-16
+        return data.decode(encoding, "replace")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return data.decode("cp1252", "replace")
+
+
+def _title(soup: Any) -> str | None:
+    for tag in (soup.title, soup.find("h1")):
+        if tag is not None and (title := clean_title(tag.get_text(" "))):
+            return title
+    return None
+
+
+def _canonical(soup: Any) -> str | None:
+    for link in soup.find_all("link", href=True):
+        rel = link.get("rel") or []
+        rels = rel.split() if isinstance(rel, str) else rel
+        if "canonical" not in [r.lower() for r in rels]:
+            continue
+        href = str(link["href"]).strip()
+        if (
+            re.match(r"https?://[^\s/?#]+", href, re.IGNORECASE)
+            and len(href) <= _MAX_URL_CHARS
+            and not re.search(r"[\x00-\x20\x7f]", href)
+        ):
+            return href
+        return None
+    return None
+
+
+def _drop_clutter(body: Any) -> None:
+    for tag in body.find_all(_DROP_TAGS):
+        if not tag.decomposed:
+            tag.decompose()
+    for tag in body.find_all("header"):
+        if not tag.decomposed and tag.find_parent(_SECTIONING) is None:
+            tag.decompose()
+    for tag in body.find_all(_hidden):
+        if not tag.decomposed:
+            tag.decompose()
+    total = len(body.get_text(" ", strip=True)) or 1
+    for tag in body.find_all(_boilerplate):
+        if tag.decomposed or tag is body:
+            continue
+        if len(tag.get_text(" ", strip=True)) / total <= _MOST_OF_PAGE:
+            tag.decompose()
+
+
+def _flatten_deep(body: Any, tag_type: type) -> None:
+    """Replace the content of each element at depth :data:`_MAX_DEPTH` by its text, one
+    line per string, so the conversion never recurses deeper (bs4 itself walks and
+    parses without recursion)."""
+    stack: list[tuple[Any, int]] = [(body, 0)]
+    deep: list[Any] = []
+    while stack:
+        tag, depth = stack.pop()
+        if depth >= _MAX_DEPTH:
+            deep.append(tag)
+            continue
+        stack.extend((child, depth + 1) for child in tag.children if isinstance(child, tag_type))
+    for tag in deep:
+        lines = [" ".join(text.split()) for text in tag.stripped_strings]
+        tag.clear()
+        tag.append("\n\n".join(line for line in lines if line))
+
+
+def _hidden(tag: Any) -> bool:
+    return bool(
+        tag.has_attr("hidden")
+        or str(tag.get("aria-hidden", "")).lower() == "true"
+        or _HIDDEN_STYLE.search(str(tag.get("style", "")))
+    )
+
+
+def _boilerplate(tag: Any) -> bool:
+    if tag.name in ("body", "html", "main", "article"):
+        return False
+    if str(tag.get("role", "")).lower() in _BOILERPLATE_ROLES:
+        return True
+    classes = tag.get("class") or []
+    names = [*([classes] if isinstance(classes, str) else classes), str(tag.get("id", ""))]
+    return any(
+        word.lower() in _BOILERPLATE_WORDS for name in names for word in _WORD_SPLIT.split(name)
+    )
