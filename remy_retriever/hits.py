@@ -50,10 +50,15 @@ class Citation:
         """The best thing to render as the source: url, else path, else the document id."""
         return self.url or self.path or self.document_id
 
+    @property
+    def pages_label(self) -> str | None:
+        """``"p. 3"``, ``"pp. 3-4"``, or ``None`` without pages (see :func:`pages_label`)."""
+        return pages_label(self.page, self.page_end)
+
     def label(self) -> str:
         """The citation in one line, for people and prompts: the source, the pages when
         known, then the heading path, e.g. ``"guide.pdf, p. 3 > Install > Linux"``."""
-        pages = pages_label(self.page, self.page_end)
+        pages = self.pages_label
         head = self.source if pages is None else f"{self.source}, {pages}"
         return " > ".join((head, *self.heading_path))
 
