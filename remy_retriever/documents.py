@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from bisect import bisect_right
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Union
 
@@ -20,6 +21,7 @@ __all__ = [
     "Document",
     "MetadataValue",
     "metadata_limit_error",
+    "page_span",
     "validate_document_id",
     "with_heading_path",
 ]
@@ -53,6 +55,11 @@ class Document:
 
     ``metadata`` values must be ``str``, ``int``, ``float`` or ``bool`` (what Chroma
     stores and what ``where`` filters can test).
+
+    ``pages`` (e.g. from a PDF loader): the character offset in ``text`` where each page
+    starts, so ``pages[0] == 0``, strictly increasing, none past ``len(text)``. Each
+    chunk's citation then carries its 1-based ``page`` (and ``page_end`` when the chunk
+    runs onto a later page).
     """
 
     id: str
@@ -63,6 +70,7 @@ class Document:
     type: str | None = None
     summary: str | None = None
     metadata: Mapping[str, MetadataValue] = field(default_factory=dict)
+    pages: tuple[int, ...] | None = None
 
     def __post_init__(self) -> None:
         validate_document_id(self.id)
@@ -114,6 +122,8 @@ class Document:
         if problem is not None:
             msg = f"Document {self.id!r}: {problem}"
             raise InvalidDocumentError(msg)
+        if self.pages is not None:
+            object.__setattr__(self, "pages", _checked_pages(self.id, self.pages, len(self.text)))
 
     @property
     def content_hash(self) -> str:
@@ -127,7 +137,57 @@ class Document:
                     "utf-8", "surrogatepass"
                 )
             )
+        if self.pages is not None:  # only then: documents without pages keep their hash
+            h.update(b"\x1cpages:" + ",".join(map(str, self.pages)).encode("ascii"))
         return h.hexdigest()
+
+    def page_span(self, start: int, end: int) -> tuple[int | None, int | None]:
+        """See :func:`page_span`."""
+        return page_span(self.pages, start, end)
+
+
+def page_span(pages: Sequence[int] | None, start: int, end: int) -> tuple[int | None, int | None]:
+    """``(page, page_end)`` of the passage ``text[start:end]``: the 1-based page holding
+    its first character, and the page holding its last one when that is a later page
+    (else ``None``). ``(None, None)`` without ``pages``."""
+    if not pages:
+        return None, None
+    first = max(1, bisect_right(pages, start))
+    last = max(first, bisect_right(pages, max(start, end - 1)))
+    return first, (last if last != first else None)
+
+
+def _checked_pages(doc_id: str, pages: object, text_len: int) -> tuple[int, ...]:
+    """``pages`` as a tuple, or InvalidDocumentError naming the value and the rule."""
+    rule = (
+        "pages must be the character offsets where each page starts: ints, the first 0, "
+        f"strictly increasing, none over len(text) = {text_len:,}"
+    )
+    if not isinstance(pages, (tuple, list)):
+        msg = (
+            f"Document {doc_id!r}: pages = {short_repr(pages)} is a "
+            f"{type(pages).__name__}, not a tuple or list; {rule}"
+        )
+        raise InvalidDocumentError(msg)
+    if not pages:
+        msg = f"Document {doc_id!r}: pages is empty; pass None for a text without pages ({rule})"
+        raise InvalidDocumentError(msg)
+    previous = -1
+    for index, offset in enumerate(pages):
+        if isinstance(offset, bool) or not isinstance(offset, int):
+            problem = f"is a {type(offset).__name__}, not an int"
+        elif index == 0 and offset != 0:
+            problem = "is not 0 (the first page starts the text)"
+        elif offset <= previous:
+            problem = f"is not greater than pages[{index - 1}] = {previous}"
+        elif offset > text_len:
+            problem = "is past the end of the text"
+        else:
+            previous = offset
+            continue
+        msg = f"Document {doc_id!r}: pages[{index}] = {short_repr(offset)} {problem}; {rule}"
+        raise InvalidDocumentError(msg)
+    return tuple(pages)
 
 
 def metadata_limit_error(

@@ -5,7 +5,9 @@ flat metadata dict, so the adapters store a hit there in one shared layout:
 
 - ``citation``: the full citation in its camelCase wire form;
 - flat copies for convenience: ``source`` (url, else path, else document id), ``title``,
-  ``document_id``, ``chunk_index``, ``heading_path`` (a list of headings);
+  ``document_id``, ``chunk_index``, ``heading_path`` (a list of headings), ``page`` and
+  ``page_end`` (1-based; ``None`` without pages, ``page_end`` ``None`` for a chunk on one
+  page);
 - ``score``, ``retrieval_rank`` and ``retrieval_score`` (the last two ``None`` when no
   reranking happened);
 - ``explain``, ``neighbors`` and ``matches`` (wire form) only when the search asked for
@@ -41,6 +43,8 @@ FLAT_KEYS = frozenset(
         "document_id",
         "chunk_index",
         "heading_path",
+        "page",
+        "page_end",
         "score",
         "retrieval_rank",
         "retrieval_score",
@@ -71,6 +75,8 @@ def hit_to_metadata(hit: SearchHit, *, reserved: Iterable[str] = FLAT_KEYS) -> d
         document_id=citation.document_id,
         chunk_index=citation.chunk_index,
         heading_path=list(citation.heading_path),
+        page=citation.page,
+        page_end=citation.page_end,
         score=hit.score,
         retrieval_rank=hit.retrieval_rank,
         retrieval_score=hit.retrieval_score,

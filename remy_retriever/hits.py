@@ -11,7 +11,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["BranchExplain", "Citation", "Match", "SearchExplain", "SearchHit"]
+__all__ = ["BranchExplain", "Citation", "Match", "SearchExplain", "SearchHit", "pages_label"]
+
+
+def pages_label(page: int | None, page_end: int | None = None) -> str | None:
+    """``"p. 3"``, ``"pp. 3-4"`` for a passage running onto page 4, or ``None``."""
+    if page is None:
+        return None
+    if page_end is not None and page_end != page:
+        return f"pp. {page}-{page_end}"
+    return f"p. {page}"
 
 
 @dataclass(frozen=True)
@@ -19,7 +28,9 @@ class Citation:
     """Where a passage came from. Always present on a hit.
 
     ``start``/``end`` are character offsets of the passage in the source document's text
-    (``document.text[start:end]``), not in :attr:`SearchHit.text`.
+    (``document.text[start:end]``), not in :attr:`SearchHit.text`. ``page`` is the 1-based
+    page the passage starts on and ``page_end`` the page it ends on when that is a later
+    one; both are ``None`` for documents added without ``pages``.
     """
 
     document_id: str
@@ -31,11 +42,25 @@ class Citation:
     url: str | None = None
     path: str | None = None
     chunk_count: int | None = None
+    page: int | None = None
+    page_end: int | None = None
 
     @property
     def source(self) -> str:
         """The best thing to render as the source: url, else path, else the document id."""
         return self.url or self.path or self.document_id
+
+    @property
+    def pages_label(self) -> str | None:
+        """``"p. 3"``, ``"pp. 3-4"``, or ``None`` without pages (see :func:`pages_label`)."""
+        return pages_label(self.page, self.page_end)
+
+    def label(self) -> str:
+        """The citation in one line, for people and prompts: the source, the pages when
+        known, then the heading path, e.g. ``"guide.pdf, p. 3 > Install > Linux"``."""
+        pages = self.pages_label
+        head = self.source if pages is None else f"{self.source}, {pages}"
+        return " > ".join((head, *self.heading_path))
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -48,6 +73,8 @@ class Citation:
             "url": self.url,
             "path": self.path,
             "chunkCount": self.chunk_count,
+            "page": self.page,
+            "pageEnd": self.page_end,
         }
 
     @classmethod
@@ -62,6 +89,8 @@ class Citation:
             url=data.get("url"),
             path=data.get("path"),
             chunk_count=None if data.get("chunkCount") is None else int(data["chunkCount"]),
+            page=None if data.get("page") is None else int(data["page"]),
+            page_end=None if data.get("pageEnd") is None else int(data["pageEnd"]),
         )
 
 

@@ -105,6 +105,9 @@ _HEADING, _TITLE, _URL, _PATH, _TYPE = (
 )
 _DOC_HASH, _CHUNK_HASH, _N_CHUNKS = "remy_doc_hash", "remy_chunk_hash", "remy_n_chunks"
 _CREATED, _UPDATED, _SUMMARY = "remy_created", "remy_updated", "remy_summary"
+#: A chunk's 1-based page and last page (only when it spans pages); a document's page
+#: starts (document table). Set only for documents with ``pages``.
+_PAGE, _PAGE_END, _PAGES = "remy_page", "remy_page_end", "remy_pages"
 #: Reserved keys that stay flat in chunk records: the ones remy filters on in Chroma.
 _FLAT_KEYS = frozenset({DOCUMENT_ID_KEY, UPDATED_MS_KEY, TEXT_KEY})
 #: The int range metadata can hold (Chroma and tantivy store 64-bit ints).
@@ -168,6 +171,8 @@ class DocumentFields(Protocol):
     def summary(self) -> str | None: ...
     @property
     def metadata(self) -> Mapping[str, Any]: ...
+    @property
+    def pages(self) -> tuple[int, ...] | None: ...
 
 
 class ChunkFields(Protocol):
@@ -210,15 +215,23 @@ def chunk_metadata(
     created: str,
     updated: str,
     updated_ms: int,
+    page: int | None = None,
+    page_end: int | None = None,
 ) -> dict[str, Any]:
     """The metadata of one chunk record (unpacked; :func:`pack` lays it out for Chroma).
     Its chunk hash covers the indexed text and the filterable metadata, so a change to
-    either re-indexes the chunk on lexical catch-up."""
+    either re-indexes the chunk on lexical catch-up (pages are neither: the lexical
+    index does not hold them). ``page``/``page_end``: where the chunk is in a paged
+    document (see :meth:`~remy_retriever.Document.page_span`)."""
     meta: dict[str, Any] = dict(doc.metadata)
     meta[DOCUMENT_ID_KEY] = doc.id
     meta[_POS] = chunk.position
     meta[_START] = chunk.start
     meta[_END] = chunk.end
+    if page is not None:
+        meta[_PAGE] = page
+        if page_end is not None:
+            meta[_PAGE_END] = page_end
     meta[_HEADING] = json.dumps(list(chunk.heading_path), ensure_ascii=False)
     meta.update(_citation_fields(doc, summary=False))
     meta[_DOC_HASH] = doc_hash
@@ -238,6 +251,8 @@ def document_metadata(
     """The metadata of a document-table record."""
     meta: dict[str, Any] = dict(doc.metadata)
     meta.update(_citation_fields(doc, summary=True))
+    if doc.pages is not None:
+        meta[_PAGES] = list(doc.pages)
     meta[_DOC_HASH] = doc_hash
     meta[_N_CHUNKS] = n_chunks
     meta[_CREATED] = created
@@ -291,8 +306,9 @@ def chunk_state(cid: str, meta: Mapping[str, Any]) -> ChunkState:
 def document_fields(meta: Mapping[str, Any]) -> dict[str, Any]:
     """The :class:`~remy_retriever.Document` fields (other than id and text) and the
     bookkeeping of a document-table record: ``title``, ``url``, ``path``, ``type``,
-    ``summary``, ``metadata`` (the user's), ``doc_hash``, ``created_at``, ``updated_at``
-    and ``chunk_count``."""
+    ``summary``, ``metadata`` (the user's), ``pages``, ``doc_hash``, ``created_at``,
+    ``updated_at`` and ``chunk_count``."""
+    pages = meta.get(_PAGES)
     return {
         "title": meta.get(_TITLE),
         "url": meta.get(_URL),
@@ -300,6 +316,7 @@ def document_fields(meta: Mapping[str, Any]) -> dict[str, Any]:
         "type": meta.get(_TYPE),
         "summary": meta.get(_SUMMARY),
         "metadata": user_metadata(meta),
+        "pages": tuple(pages) if isinstance(pages, list) else None,
         "doc_hash": meta.get(_DOC_HASH),
         "created_at": str(meta.get(_CREATED, "")),
         "updated_at": str(meta.get(_UPDATED, "")),
@@ -364,6 +381,7 @@ def to_citation(cid: str, meta: Mapping[str, Any]) -> Citation:
     except (TypeError, ValueError):
         heading = ()
     n_chunks = meta.get(_N_CHUNKS)
+    page, page_end = meta.get(_PAGE), meta.get(_PAGE_END)
     return Citation(
         document_id=document_id_of(cid, meta),
         chunk_index=int(meta.get(_POS, 0)),
@@ -374,6 +392,8 @@ def to_citation(cid: str, meta: Mapping[str, Any]) -> Citation:
         url=meta.get(_URL),
         path=meta.get(_PATH),
         chunk_count=None if n_chunks is None else int(n_chunks),
+        page=None if page is None else int(page),
+        page_end=None if page_end is None else int(page_end),
     )
 
 

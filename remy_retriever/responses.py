@@ -170,13 +170,21 @@ def _wrap(name: str, exc: ValidationError) -> InvalidResponseError:
 # -- document search ------------------------------------------------------------------
 
 
+Page = Annotated[int, Field(ge=1)]
+"""A 1-based page number."""
+
+
 class DocumentChunk(WireModel):
     """One chunk of a document result: its text, its 0-1 score, and whether it passed the
-    chunk threshold (``False``: included for context only)."""
+    chunk threshold (``False``: included for context only). ``page``/``pageEnd`` (our
+    addition to the spec, present only for paged documents such as PDFs): the 1-based
+    page the chunk starts on, and the page it ends on when it runs onto a later one."""
 
     content: str
     score: Score
     is_relevant: bool
+    page: Page | None = None
+    page_end: Page | None = None
 
 
 class DocumentResult(WireModel):
@@ -276,7 +284,8 @@ class MemoryResult(_OneKind):
 
 class ChunkResult(_OneKind):
     """A document chunk in a hybrid or documents-mode memory search: ``chunk`` holds its
-    text, ``documents`` its source document; ``version`` is 1 and ``rootMemoryId`` null."""
+    text, ``documents`` its source document; ``version`` is 1 and ``rootMemoryId`` null.
+    ``page``/``pageEnd`` as in :class:`DocumentChunk` (paged documents only)."""
 
     kind: ClassVar[str] = "chunk"
     _other_key: ClassVar[str] = "memory"
@@ -290,6 +299,8 @@ class ChunkResult(_OneKind):
     root_memory_id: str | None = None
     context: MemoryContext | None = None
     documents: list[LinkedDocument] | None = None
+    page: Page | None = None
+    page_end: Page | None = None
 
 
 def _result_kind(value: Any) -> str | None:

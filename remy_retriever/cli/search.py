@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 
 from .. import SearchHit
+from ..hits import pages_label
 from .common import (
     add_rerank_flags,
     add_store_flags,
@@ -84,12 +85,10 @@ def run(args: argparse.Namespace) -> int:
 
 def _print_hit(rank: int, hit: SearchHit) -> None:
     c = hit.citation
-    where_from = " > ".join(c.heading_path) or c.document_id
     jump = ""
     if hit.retrieval_rank is not None:
         jump = f"  (retrieval rank {hit.retrieval_rank}, score {hit.retrieval_score:.4f})"
-    where_chunk = f"({where_from}, chunk {c.chunk_index})"
-    print(f"[{rank}] score={hit.score:.4f}{jump}  {c.source}  {where_chunk}")
+    print(f"[{rank}] score={hit.score:.4f}{jump}  {c.label()}  (chunk {c.chunk_index})")
     if hit.explain is not None:
         found = ", ".join(
             f"{name} #{b.rank} ({b.score:.3f})" for name, b in sorted(hit.explain.branches.items())
@@ -146,7 +145,9 @@ def document_search(args: argparse.Namespace) -> int:
             print(f"    summary: {clip(result.summary, 300)}")
         for chunk in result.chunks:
             mark = "*" if chunk.is_relevant else " "
+            label = pages_label(chunk.page, chunk.page_end)
+            pages = "" if label is None else f"{label}  "
             body = clip(chunk.content.split("\n\n", 1)[-1], 200).replace("\n", " ")
-            print(f"  {mark} {chunk.score:.3f}  {body}")
+            print(f"  {mark} {chunk.score:.3f}  {pages}{body}")
     print(f"{response.total} documents in {response.timing} ms")
     return 0

@@ -153,6 +153,7 @@ def plan_batch(
         )
         (batch.added if is_new else batch.updated).append(doc.id)
         for chunk in chunks:
+            page, page_end = doc.page_span(chunk.start, chunk.end)
             meta = chunk_metadata(
                 doc,
                 chunk,
@@ -161,6 +162,8 @@ def plan_batch(
                 created=created,
                 updated=now_iso,
                 updated_ms=now_ms,
+                page=page,
+                page_end=page_end,
             )
             batch.ids.append(chunk.id)
             batch.texts.append(chunk.display_text)

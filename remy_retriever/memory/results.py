@@ -134,6 +134,8 @@ def chunk_results(linked: Retriever, request: SearchRequest) -> list[ChunkResult
         }
         if request.flags["relatedMemories"]:
             fields["context"] = MemoryContext(parents=[], children=[])
+        pages = {"page": hit.citation.page, "page_end": hit.citation.page_end}
+        fields.update((k, v) for k, v in pages.items() if v is not None)
         out.append(ChunkResult(**fields))
     return out
 

@@ -17,13 +17,14 @@ from typing import Any
 
 from ..errors import InvalidInputError
 from ..filters import Filter
+from ..hits import Citation
 from ..options import MAX_EXPAND, SearchOptions, check_int, validate_query
-from ..records import parse_chunk_id
+from ..records import Record, parse_chunk_id, to_citation
 from ..rerankers import Reranker
 from ..responses import DocumentChunk, DocumentResult, DocumentSearchResponse
 from ..stores.documents import DocumentTable, StoredDocument
 from .calibration import ScoredHit
-from .enrich import fetch_neighbors, neighbor_ids
+from .enrich import fetch_neighbor_records, neighbor_ids
 from .pipeline import SearchPipeline
 
 __all__ = ["SUMMARY_CHARS", "lead_summary", "search_documents"]
@@ -86,7 +87,8 @@ def search_documents(
     under the same ``where`` filter, so context never leaks past it), all with
     ``isRelevant=false``; context chunks that were not retrieved have score 0. Chunks are
     listed in document order. ``content`` is the chunk text as indexed (heading path,
-    blank line, passage).
+    blank line, passage). A chunk of a paged document (``Document.pages``) also carries
+    its 1-based ``page``, and ``pageEnd`` when it runs onto a later page.
 
     ``include_full_docs`` adds ``content`` (the stored full text); ``include_summary``
     adds ``summary``: the summary given at ingest (``Document.summary``), else an
@@ -139,7 +141,7 @@ def search_documents(
     )[:limit]
     stored = table.stored([g.document_id for g in chosen])
     chosen = [g for g in chosen if g.document_id in stored]
-    context: dict[str, str] = {}
+    context: dict[str, Record] = {}
     if not only_matching_chunks and context_chunks:
         context = _context_chunks(pipeline, chosen, context_chunks, base.filter)
     results = [
@@ -162,14 +164,15 @@ class _Group:
     document_id: str
     first: int  # rank of the document's best chunk in the hit list
     chunk_count: int | None
-    chunks: dict[int, tuple[str, float, bool]] = field(default_factory=dict)  # pos -> ...
+    # position -> (text, score, relevant, citation)
+    chunks: dict[int, tuple[str, float, bool, Citation]] = field(default_factory=dict)
 
     @property
     def score(self) -> float:
-        return max(score for _, score, _ in self.chunks.values())
+        return max(chunk[1] for chunk in self.chunks.values())
 
     def keep(self, document_threshold: float) -> bool:
-        return any(rel for _, _, rel in self.chunks.values()) and self.score >= document_threshold
+        return any(chunk[2] for chunk in self.chunks.values()) and self.score >= document_threshold
 
 
 def _group(scored: Sequence[ScoredHit], chunk_threshold: float) -> dict[str, _Group]:
@@ -178,28 +181,28 @@ def _group(scored: Sequence[ScoredHit], chunk_threshold: float) -> dict[str, _Gr
         c = item.hit.citation
         group = groups.setdefault(c.document_id, _Group(c.document_id, rank, c.chunk_count))
         relevant = item.relevance >= chunk_threshold
-        group.chunks.setdefault(c.chunk_index, (item.hit.text, item.relevance, relevant))
+        group.chunks.setdefault(c.chunk_index, (item.hit.text, item.relevance, relevant, c))
     return groups
 
 
 def _context_chunks(
     pipeline: SearchPipeline, groups: Sequence[_Group], n: int, tree: Filter | None
-) -> dict[str, str]:
-    """Text of the chunks within ``n`` positions of each relevant chunk, by chunk id,
+) -> dict[str, Record]:
+    """Records of the chunks within ``n`` positions of each relevant chunk, by chunk id,
     fetched under the filter and from the same document only."""
     wanted: list[str] = []
     for g in groups:
-        for pos, (_, _, relevant) in g.chunks.items():
-            if relevant:
+        for pos, chunk in g.chunks.items():
+            if chunk[2]:
                 before, after = neighbor_ids(g.document_id, pos, g.chunk_count, n)
                 wanted += before + after
-    return fetch_neighbors(pipeline.sync.dense, wanted, tree)
+    return fetch_neighbor_records(pipeline.sync.dense, wanted, tree)
 
 
 def _result(
     group: _Group,
     stored: StoredDocument,
-    context: Mapping[str, str],
+    context: Mapping[str, Record],
     *,
     only_matching_chunks: bool,
     include_full_docs: bool,
@@ -207,13 +210,13 @@ def _result(
 ) -> DocumentResult:
     doc = stored.document
     chunks: dict[int, DocumentChunk] = {}
-    for pos, (text, score, relevant) in group.chunks.items():
+    for pos, (text, score, relevant, citation) in group.chunks.items():
         if relevant or not only_matching_chunks:
-            chunks[pos] = DocumentChunk(content=text, score=score, is_relevant=relevant)
-    for cid, text in context.items():
+            chunks[pos] = _chunk(text, score, relevant, citation)
+    for cid, (_, text, meta) in context.items():
         document_id, pos = parse_chunk_id(cid)
         if document_id == group.document_id and pos not in chunks:
-            chunks[pos] = DocumentChunk(content=text, score=0.0, is_relevant=False)
+            chunks[pos] = _chunk(text, 0.0, False, to_citation(cid, meta))
     fields: dict[str, Any] = {
         "document_id": doc.id,
         "title": doc.title,
@@ -229,6 +232,12 @@ def _result(
     if include_summary:
         fields["summary"] = doc.summary if doc.summary else lead_summary(doc.text)
     return DocumentResult(**fields)
+
+
+def _chunk(text: str, score: float, relevant: bool, citation: Citation) -> DocumentChunk:
+    pages = {"page": citation.page, "page_end": citation.page_end}
+    fields: dict[str, Any] = {k: v for k, v in pages.items() if v is not None}
+    return DocumentChunk(content=text, score=score, is_relevant=relevant, **fields)
 
 
 # -- extractive summary ------------------------------------------------------------------

@@ -12,7 +12,7 @@ from dataclasses import replace
 from ..filters import Filter, matches, to_chroma
 from ..hits import BranchExplain, Match, SearchExplain, SearchHit
 from ..options import SearchOptions
-from ..records import DOCUMENT_ID_KEY, chunk_id, parse_chunk_id
+from ..records import DOCUMENT_ID_KEY, Record, chunk_id, parse_chunk_id
 from ..stores.dense import DenseStore
 from ..text.analysis import analyze, analyze_query, analyze_spans
 
@@ -20,6 +20,7 @@ __all__ = [
     "MAX_HIGHLIGHT_TERMS",
     "distinctive_terms",
     "explain_hit",
+    "fetch_neighbor_records",
     "fetch_neighbors",
     "highlight",
     "matched_terms",
@@ -112,13 +113,20 @@ def fetch_neighbors(dense: DenseStore, ids: Sequence[str], where: Filter | None)
     """The text of each of ``ids`` (chunk ids from :func:`neighbor_ids`) that exists,
     fetched from Chroma under ``where`` and checked again here: a chunk the filter
     excludes, or one whose recorded document differs from its id's, is left out."""
+    return {cid: record[1] for cid, record in fetch_neighbor_records(dense, ids, where).items()}
+
+
+def fetch_neighbor_records(
+    dense: DenseStore, ids: Sequence[str], where: Filter | None
+) -> dict[str, Record]:
+    """:func:`fetch_neighbors`, keeping each chunk's whole record (text and metadata)."""
     if not ids:
         return {}
-    out: dict[str, str] = {}
+    out: dict[str, Record] = {}
     for cid, text, meta in dense.get(ids=sorted(set(ids)), where=to_chroma(where)):
         same_document = meta.get(DOCUMENT_ID_KEY) == parse_chunk_id(cid)[0]
         if same_document and matches(where, meta):
-            out[cid] = text
+            out[cid] = (cid, text, meta)
     return out
 
 

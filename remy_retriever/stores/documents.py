@@ -132,6 +132,7 @@ class DocumentTable:
                     type=fields["type"],
                     summary=fields["summary"],
                     metadata=fields["metadata"],
+                    pages=fields["pages"],
                 ),
                 created_at=fields["created_at"],
                 updated_at=fields["updated_at"],

@@ -4,11 +4,12 @@
 A Document made from a hit has ``id`` = the chunk id, ``page_content`` = the hit's text
 and the hit's flat metadata, in the layout both adapters share
 (:func:`remy_retriever.integration.hit_to_metadata`): ``citation`` (wire form), the flat
-copies ``source``, ``title``, ``document_id``, ``chunk_index`` and ``heading_path``, the
-scores ``score`` / ``retrieval_rank`` / ``retrieval_score`` (the last two ``None`` when
-no reranking happened), ``explain`` / ``neighbors`` / ``matches`` when the search asked
-for them, then the chunk's own metadata. A user key that collides with one of ours is
-kept under ``remy_shadowed`` and restored by :func:`document_to_hit`.
+copies ``source``, ``title``, ``document_id``, ``chunk_index``, ``heading_path``, ``page``
+and ``page_end`` (1-based, ``None`` without pages; ``page_end`` only for a chunk that runs
+onto a later page), the scores ``score`` / ``retrieval_rank`` / ``retrieval_score`` (the
+last two ``None`` when no reranking happened), ``explain`` / ``neighbors`` / ``matches``
+when the search asked for them, then the chunk's own metadata. A user key that collides
+with one of ours is kept under ``remy_shadowed`` and restored by :func:`document_to_hit`.
 """
 
 from __future__ import annotations

@@ -37,10 +37,11 @@ class RemyRetriever(BaseRetriever):
 
     Each :class:`~remy_retriever.SearchHit` becomes a ``Document`` whose ``id`` is the
     chunk id and whose metadata holds the citation (``metadata["citation"]``, wire form),
-    the flat keys ``source``, ``title``, ``document_id``, ``chunk_index`` and
-    ``heading_path``, the scores ``score`` / ``retrieval_rank`` / ``retrieval_score``,
-    ``explain`` / ``neighbors`` / ``matches`` when asked for, and the chunk's own
-    metadata. :func:`~langchain_remy.document_to_hit` turns it back into the exact hit.
+    the flat keys ``source``, ``title``, ``document_id``, ``chunk_index``,
+    ``heading_path``, ``page`` and ``page_end`` (``None`` without pages), the scores
+    ``score`` / ``retrieval_rank`` / ``retrieval_score``, ``explain`` / ``neighbors`` /
+    ``matches`` when asked for, and the chunk's own metadata.
+    :func:`~langchain_remy.document_to_hit` turns it back into the exact hit.
 
     The fields below are the defaults of every search; each one (and any other
     :class:`~remy_retriever.SearchOptions` name, such as ``candidates`` or ``fusion``)

@@ -17,7 +17,7 @@ from langchain_core.documents import Document
 from langchain_core.tools import StructuredTool
 from pydantic import BaseModel, Field
 
-from remy_retriever import InvalidInputError, Retriever
+from remy_retriever import Citation, InvalidInputError, Retriever
 
 from .convert import document_to_hit
 from .retrievers import RemyRetriever
@@ -39,7 +39,8 @@ class SearchInput(BaseModel):
 
 
 def citation_label(document: Document) -> str:
-    """``"title > heading > ... (source)"`` for a Document made by RemyRetriever.
+    """``"title > heading > ... (source)"`` for a Document made by RemyRetriever, with the
+    pages of a paged document: ``"(source, p. 3)"``.
 
     The heading path usually starts with the document title; it is not repeated."""
     meta = document.metadata
@@ -53,8 +54,21 @@ def citation_label(document: Document) -> str:
     if not parts:
         parts.append(str(meta.get("document_id") or document.id or "untitled"))
     label = " > ".join(parts)
-    source = meta.get("source")
-    return f"{label} ({source})" if source else label
+    where = [str(meta["source"])] if meta.get("source") else []
+    pages = _pages_label(meta.get("citation"))
+    if pages:
+        where.append(pages)
+    return f"{label} ({', '.join(where)})" if where else label
+
+
+def _pages_label(citation: object) -> str | None:
+    """``"p. 3"`` / ``"pp. 3-4"`` from a citation in wire form, or ``None``."""
+    if not isinstance(citation, dict):
+        return None
+    try:
+        return Citation.from_dict(citation).pages_label
+    except (KeyError, TypeError, ValueError):  # edited by hand: render it without pages
+        return None
 
 
 def passage_text(document: Document) -> str:

@@ -19,6 +19,8 @@ CORE_KEYS = {
     "document_id",
     "chunk_index",
     "heading_path",
+    "page",
+    "page_end",
     "score",
     "retrieval_rank",
     "retrieval_score",

@@ -37,7 +37,8 @@ class RemyRetriever(BaseRetriever):
     Each :class:`~remy_retriever.SearchHit` becomes ``NodeWithScore(node=TextNode(...),
     score=hit.score)``: ``id_`` is the chunk id, ``metadata`` holds the citation (wire
     form) with the flat keys ``source``, ``title``, ``document_id``, ``chunk_index``,
-    ``heading_path`` and the scores ``score`` / ``retrieval_rank`` / ``retrieval_score``;
+    ``heading_path``, ``page``, ``page_end`` and the scores ``score`` /
+    ``retrieval_rank`` / ``retrieval_score``;
     ``start_char_idx`` / ``end_char_idx`` come from the citation; ``relationships`` link
     the document (``SOURCE``) and the neighbouring chunks (``PREVIOUS`` / ``NEXT``),
     whether or not ``expand`` was asked for. :func:`~llama_index.retrievers.remy.node_to_hit`

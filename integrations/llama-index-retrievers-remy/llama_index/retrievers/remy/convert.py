@@ -6,19 +6,22 @@ A hit becomes ``NodeWithScore(node=TextNode(...), score=hit.score)`` where the T
 - ``id_`` = the chunk id (``"<document id>#<position>"``), ``text`` = the hit's text;
 - ``metadata``: the hit's flat metadata, in the layout both adapters share
   (:func:`remy_retriever.integration.hit_to_metadata`): ``citation`` (wire form), the flat
-  copies ``source``, ``title``, ``document_id``, ``chunk_index`` and ``heading_path``, the
-  scores ``score`` / ``retrieval_rank`` / ``retrieval_score`` (the last two ``None`` when
-  no reranking happened), ``explain`` / ``neighbors`` / ``matches`` when the search asked
-  for them, then the chunk's own metadata (a user key that collides with one of ours is
-  kept under ``remy_shadowed`` and restored by :func:`node_to_hit`);
+  copies ``source``, ``title``, ``document_id``, ``chunk_index``, ``heading_path``,
+  ``page`` and ``page_end`` (1-based, ``None`` without pages; ``page_end`` only for a
+  chunk that runs onto a later page), the scores ``score`` / ``retrieval_rank`` /
+  ``retrieval_score`` (the last two ``None`` when no reranking happened), ``explain`` /
+  ``neighbors`` / ``matches`` when the search asked for them, then the chunk's own
+  metadata (a user key that collides with one of ours is kept under ``remy_shadowed``
+  and restored by :func:`node_to_hit`);
 - ``start_char_idx`` / ``end_char_idx``: the citation's offsets of the passage in the
   source document;
 - ``relationships``: ``SOURCE`` -> the document id; ``PREVIOUS`` / ``NEXT`` -> the chunk
   ids either side (none before the first chunk, none after the last; ``NEXT`` is left
   out when the citation does not know the document's chunk count);
 - ``excluded_embed_metadata_keys`` / ``excluded_llm_metadata_keys``: the bulky or
-  per-query keys (citation, explain, neighbors, matches, scores), so an LLM sees the
-  text with its title, heading path and source.
+  per-query keys (citation, explain, neighbors, matches, scores) and ``page`` /
+  ``page_end`` when they are ``None``, so an LLM sees the text with its title, heading
+  path, source and (for a paged document such as a PDF) its page.
 """
 
 from __future__ import annotations
@@ -65,6 +68,9 @@ HIDDEN_KEYS = (
     SHADOW_KEY,
 )
 
+#: Shown to embedders and LLMs only when set (a paged document's chunks).
+_PAGE_KEYS = ("page", "page_end")
+
 #: Metadata keys this package writes; every other key is the chunk's own metadata.
 RESERVED_KEYS = FLAT_KEYS
 
@@ -88,6 +94,7 @@ def hit_to_node(hit: SearchHit) -> NodeWithScore:
     """One :class:`SearchHit` as a ``NodeWithScore`` (see the module docstring)."""
     metadata = hit_to_metadata(hit, reserved=RESERVED_KEYS)
     citation = hit.citation
+    hidden = [*HIDDEN_KEYS, *(key for key in _PAGE_KEYS if metadata[key] is None)]
     node = TextNode(
         id_=hit.id,
         text=hit.text,
@@ -95,8 +102,8 @@ def hit_to_node(hit: SearchHit) -> NodeWithScore:
         start_char_idx=citation.start,
         end_char_idx=citation.end,
         relationships=relationships(citation),
-        excluded_embed_metadata_keys=list(HIDDEN_KEYS),
-        excluded_llm_metadata_keys=list(HIDDEN_KEYS),
+        excluded_embed_metadata_keys=hidden,
+        excluded_llm_metadata_keys=list(hidden),
     )
     return NodeWithScore(node=node, score=hit.score)
 
