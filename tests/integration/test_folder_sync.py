@@ -201,3 +201,60 @@ def test_eval_shows_progress_with_time_left(
     assert "ingest: 100%" in err and "lexical: 100%" in err and "<00:00" in err  # ETA
     assert main(args) == 0  # cached: nothing to embed, no note
     assert "embedding" not in capsys.readouterr().err
+
+
+def test_a_mixed_folder_ingests_everything_supported_and_reports_the_rest(
+    store: Retriever, tmp_path: Path
+) -> None:
+    """Needs the loaders (helper L's package) and their extras."""
+    from docx import Document as DocxDocument
+    from fpdf import FPDF
+
+    root = _folder(
+        tmp_path / "mixed",
+        {
+            "guide.md": "# Guide\n\nnarwhalgrove in markdown",
+            "page.html": "<html><head><title>Page</title><script>var leaked = 1;</script>"
+            "</head><body><nav>menu</nav><h1>Page</h1><p>okapiridge in html</p></body></html>",
+            "a/README.md": "# A\n\nfirst readme",
+            "b/README.md": "# B\n\nsecond readme",
+            "tool.py": "print('python')",
+        },
+    )
+    pdf = FPDF()
+    pdf.add_page()
+    pdf.set_font("Helvetica", size=12)
+    pdf.cell(text="tapirstone in a pdf")
+    pdf.output(str(root / "paper.pdf"))
+    docx = DocxDocument()
+    docx.add_heading("Report", level=1)
+    docx.add_paragraph("ibexmeadow in a docx")
+    docx.save(str(root / "report.docx"))
+    (root / "blob.bin").write_bytes(bytes(range(256)))
+    (root / "latin1.txt").write_bytes("caf\xe9".encode("latin-1"))
+    (tmp_path / "outside.md").write_text("secret outside")
+    (root / "escape.md").symlink_to(tmp_path / "outside.md")
+
+    report = store.ingest(root)
+    assert sorted(report.added) == [
+        "a/README.md",
+        "b/README.md",
+        "guide.md",
+        "page.html",
+        "paper.pdf",
+        "report.docx",
+    ]
+    reasons = {Path(i.path).name: i.reason for i in report.skipped}
+    assert set(reasons) == {"blob.bin", "escape.md", "latin1.txt", "tool.py"}
+    assert "unsupported type" in reasons["tool.py"] and "unsupported type" in reasons["blob.bin"]
+    assert "outside the folder" in reasons["escape.md"]
+    assert "UTF-8" in reasons["latin1.txt"]
+    assert report.failed == ()
+    for word, doc_id in (
+        ("tapirstone", "paper.pdf"),
+        ("okapiridge", "page.html"),
+        ("ibexmeadow", "report.docx"),
+    ):
+        assert _found(store, word) == {m: {doc_id} for m in MODES}, word
+    assert _found(store, "leaked") == {m: set() for m in MODES}
+    assert _found(store, "menu") == {m: set() for m in MODES}
