@@ -19,10 +19,12 @@ import os
 import platform
 import statistics
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from tqdm.auto import tqdm
 
 from .documents import Document
 from .errors import InvalidInputError
@@ -175,13 +177,19 @@ def evaluate(
     *,
     depth: int = 100,
     measures: Sequence[str] = DEFAULT_MEASURES,
+    progress: bool = False,
+    label: str = "queries",
 ) -> dict[str, float]:
-    """Run ``rank`` (query -> fused chunk ranking) over the judged queries and score it."""
+    """Run ``rank`` (query -> fused chunk ranking) over the judged queries and score it
+    (``progress``: a bar with the time left, named ``label``, on stderr)."""
     import ir_measures  # lazy: pulls in pandas; only `remy eval` needs it
 
     run: dict[str, dict[str, float]] = {}
     latencies: list[float] = []
-    for qid, text in dataset.queries.items():
+    queries: Iterable[tuple[str, str]] = dataset.queries.items()
+    if progress:
+        queries = tqdm(queries, total=len(dataset.queries), unit="query", desc=label)
+    for qid, text in queries:
         started = time.perf_counter()
         ranking = rank(text)
         latencies.append((time.perf_counter() - started) * 1000)

@@ -49,6 +49,7 @@ __all__ = [
     "PACKED_KEY",
     "RECORD_OVERHEAD_KEYS",
     "RESERVED_PREFIX",
+    "ROOT_KEY",
     "SURROGATE",
     "TEXT_KEY",
     "UPDATED_MS_KEY",
@@ -94,6 +95,9 @@ GENERATION_KEY = "remy_generation"
 #: Collection metadata keys: the embedder's identity (JSON, :mod:`.stores.identity`), and
 #: the identity a re-embedding under way is moving to ("" when none).
 EMBEDDER_KEY, EMBEDDER_PENDING_KEY = "remy_embedder", "remy_embedder_pending"
+#: The folder (absolute, resolved) a document was ingested from; flat in chunk records so
+#: that folder ingest finds a root's documents in Chroma (:mod:`.ingest.folder`).
+ROOT_KEY = "remy_root"
 
 _POS, _START, _END = "remy_pos", "remy_start", "remy_end"
 _HEADING, _TITLE, _URL, _PATH, _TYPE = (
@@ -109,7 +113,7 @@ _CREATED, _UPDATED, _SUMMARY = "remy_created", "remy_updated", "remy_summary"
 #: starts (document table). Set only for documents with ``pages``.
 _PAGE, _PAGE_END, _PAGES = "remy_page", "remy_page_end", "remy_pages"
 #: Reserved keys that stay flat in chunk records: the ones remy filters on in Chroma.
-_FLAT_KEYS = frozenset({DOCUMENT_ID_KEY, UPDATED_MS_KEY, TEXT_KEY})
+_FLAT_KEYS = frozenset({DOCUMENT_ID_KEY, UPDATED_MS_KEY, TEXT_KEY, ROOT_KEY})
 #: The int range metadata can hold (Chroma and tantivy store 64-bit ints).
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 #: How many keys remy adds to the user's metadata in a chunk record, flat (see

@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import replace
 from typing import Any
 
 import chromadb
@@ -20,7 +19,8 @@ from .embeddings import Embedder
 from .errors import InvalidInputError, ServerUnavailableError
 from .filters import parse_where, to_chroma
 from .hits import SearchHit
-from .ingest.files import DEFAULT_MAX_DOCUMENT_BYTES, load_files
+from .ingest.files import DEFAULT_MAX_DOCUMENT_BYTES
+from .ingest.folder import ingest_paths
 from .ingest.writer import Ingestor, IngestReport, show_progress
 from .options import SearchOptions, check_int, validate_query
 from .records import document_id_of
@@ -223,27 +223,33 @@ class Retriever:
 
     def ingest(
         self,
-        path: str | os.PathLike[str],
+        path: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
         *,
         metadata: Mapping[str, Any] | None = None,
+        id_prefix: str | None = None,
+        prune: bool = False,
+        strict: bool = False,
         progress: bool | None = None,
     ) -> IngestReport:
-        """Add every ``.md``/``.markdown``/``.txt``/``.rst`` file under ``path``
-        (recursively, or one file). Document ids are the paths relative to ``path``
-        (POSIX style; ``#``, control characters and bytes that are not UTF-8 written as
-        ``%XX``); titles are the first Markdown H1, else the file name. All files are
-        read before anything is written.
-
-        In a folder, each file stands alone: one that cannot be used is left out and
-        listed in the report's ``skipped`` (unsupported type, a symbolic link leaving
-        the folder, not a regular file, over ``max_document_bytes``, not UTF-8, binary)
-        or ``failed`` (could not be read), with the reason, and the rest are added.
-        Links inside the folder are followed, each file read once; FIFOs, devices,
-        sockets and anything under ``/proc``, ``/sys`` or ``/dev`` are never read. A file
-        named directly that cannot be used raises :class:`InvalidDocumentError`."""
-        loaded = load_files(path, metadata=metadata, max_bytes=self.max_document_bytes)
-        report = self.add(loaded.documents, progress=progress)
-        return replace(report, skipped=loaded.skipped, failed=loaded.failed)
+        """Add every file under ``path`` (a folder, recursively; a file; or a list) that
+        has a loader (:mod:`remy_retriever.loaders`), like a sync: ids are ``id_prefix``
+        plus the paths relative to the folder; a file that cannot be used is listed in
+        ``skipped``/``failed`` and the rest are added (``strict=True``: raise at the
+        first, storing nothing); ``gone`` lists the documents an earlier ingest of this
+        folder added whose files are gone, and ``prune=True`` deletes them; an id held
+        by another folder or by :meth:`add` is refused (rules: :mod:`.ingest.folder`)."""
+        return ingest_paths(
+            self._ingestor,
+            path,
+            metadata=metadata,
+            id_prefix=id_prefix,
+            prune=prune,
+            strict=strict,
+            progress=show_progress(self.progress if progress is None else progress),
+            embedder=self.embedder,
+            max_tokens=self.max_tokens,
+            max_bytes=self.max_document_bytes,
+        )
 
     def delete(self, document_ids: Sequence[str]) -> int:
         """Delete documents (by document id) from both indexes. Returns chunks removed."""

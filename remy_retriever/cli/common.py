@@ -8,7 +8,15 @@ import json
 import re
 from typing import Any, TextIO
 
-from ..errors import CollectionNotFoundError, InvalidFilterError, InvalidInputError, StoreError
+import chromadb
+
+from ..errors import (
+    CollectionNotFoundError,
+    InvalidFilterError,
+    InvalidInputError,
+    ServerUnavailableError,
+    StoreError,
+)
 from ..retriever import Retriever
 from ..stores.chroma import open_client
 from ..stores.documents import TABLE_SUFFIX
@@ -24,12 +32,19 @@ __all__ = [
     "json_object",
     "open_retriever",
     "parse_json",
+    "parse_server",
     "print_json",
     "require_collection",
+    "store_client",
     "terminal_safe",
 ]
 
 DB_HELP = "embedded Chroma directory (default ./remy_data)"
+SERVER_HELP = "a Chroma server (`chroma run`) instead of --db, e.g. localhost:8000"
+LEXICAL_HELP = (
+    "directory of the BM25 index (default: inside --db; with --server, a cache directory "
+    "named after the collection's id)"
+)
 EMBEDDER_HELP = (
     "sentence-transformers model name or local model directory to embed with (default: "
     "the model the collection records; needed for one built with a custom embedder)"
@@ -75,10 +90,45 @@ class TerminalWriter:
 def add_store_flags(
     parser: argparse.ArgumentParser, *, collection: str = "docs", collection_help: str | None = None
 ) -> None:
-    """Add ``--db``, ``--collection`` (default ``collection``) and ``--embedder``."""
-    parser.add_argument("--db", default="./remy_data", help=DB_HELP)
+    """Add ``--db``, ``--server``, ``--lexical-path``, ``--collection`` (default
+    ``collection``) and ``--embedder``."""
+    parser.add_argument("--db", default=None, help=DB_HELP)
+    parser.add_argument("--server", default=None, metavar="HOST:PORT", help=SERVER_HELP)
+    parser.add_argument("--lexical-path", default=None, metavar="DIR", help=LEXICAL_HELP)
     parser.add_argument("--collection", default=collection, help=collection_help)
     add_embedder_flag(parser)
+
+
+def parse_server(value: str) -> tuple[str, int]:
+    """``HOST:PORT`` (``[::1]:8000`` for IPv6; ``HOST`` alone: port 8000)."""
+    host, sep, port = value.rpartition(":")
+    if not sep or "]" in port:
+        host, port = value, "8000"
+    host = host.strip("[]")
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        msg = f"--server {value!r} is not HOST:PORT; pass e.g. --server localhost:8000"
+        raise InvalidInputError(msg)
+    return host, int(port)
+
+
+def store_client(args: argparse.Namespace) -> tuple[str | None, Any]:
+    """``(path, client)`` for the store flags: ``--db`` (default ``./remy_data``), or a
+    ``chromadb.HttpClient`` for ``--server`` (both given: an error)."""
+    server = getattr(args, "server", None)
+    if server is None:
+        return args.db or "./remy_data", None
+    if args.db is not None:
+        msg = f"pass --db ({args.db!r}) or --server ({server!r}), not both"
+        raise InvalidInputError(msg)
+    host, port = parse_server(server)
+    try:
+        return None, chromadb.HttpClient(host=host, port=port)
+    except Exception as exc:
+        msg = (
+            f"cannot reach the Chroma server at {host}:{port} ({exc}); start it with "
+            f"`chroma run --host {host} --port {port}` or fix --server"
+        )
+        raise ServerUnavailableError(msg) from exc
 
 
 def add_embedder_flag(parser: argparse.ArgumentParser) -> None:
@@ -86,14 +136,17 @@ def add_embedder_flag(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--embedder", default=None, metavar="NAME_OR_PATH", help=EMBEDDER_HELP)
 
 
-def require_collection(db: str, collection: str) -> None:
-    """Raise :class:`CollectionNotFoundError` unless the embedded store ``db`` exists and
-    has ``collection``, naming the collections it does have. Creates nothing."""
-    client = open_client(db, None, create=False).client
+def require_collection(db: str | None, collection: str, client: Any = None) -> None:
+    """Raise :class:`CollectionNotFoundError` unless the embedded store ``db`` (or the
+    server ``client``) exists and has ``collection``, naming the collections it does
+    have. Creates nothing."""
+    if client is None:
+        client = open_client(db, None, create=False).client
+    where = repr(db) if db is not None else "on the server"
     try:
         names = sorted(c.name for c in client.list_collections())
     except Exception as exc:
-        msg = f"cannot list the collections of the store {db!r}: {exc}"
+        msg = f"cannot list the collections of the store {where}: {exc}"
         raise StoreError(msg) from exc
     names = [n for n in names if not n.endswith(TABLE_SUFFIX)]
     if collection in names:
@@ -103,22 +156,29 @@ def require_collection(db: str, collection: str) -> None:
         fix = "pass --collection with one of them"
     else:
         have = "it has no collections yet"
-        fix = f"add documents first (`remy ingest PATH --db {db}`)"
-    msg = f"no collection {collection!r} in the remy store {db!r}; {have}: {fix}"
+        fix = "add documents first (`remy ingest PATH` with the same store flags)"
+    msg = f"no collection {collection!r} in the remy store {where}; {have}: {fix}"
     raise CollectionNotFoundError(msg)
 
 
 def open_retriever(
     args: argparse.Namespace, *, collection: str | None = None, create: bool = False
 ) -> Retriever:
-    """The store ``--db``'s ``collection`` (default ``--collection``) with ``--embedder``.
-    Unless ``create`` (``remy ingest``), nothing is created: a missing store or collection
-    raises :class:`CollectionNotFoundError` saying what exists."""
+    """The store's (``--db`` or ``--server``, with ``--lexical-path``) ``collection``
+    (default ``--collection``) with ``--embedder``. Unless ``create`` (``remy ingest``),
+    nothing is created: a missing store or collection raises
+    :class:`CollectionNotFoundError` saying what exists."""
     name = args.collection if collection is None else collection
+    path, client = store_client(args)
     if not create:
-        require_collection(args.db, name)
+        require_collection(path, name, client)
     return Retriever(
-        args.db, collection=name, create=create, embedder=getattr(args, "embedder", None)
+        path,
+        client=client,
+        collection=name,
+        create=create,
+        embedder=getattr(args, "embedder", None),
+        lexical_path=getattr(args, "lexical_path", None),
     )
 
 

@@ -6,12 +6,21 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import sys
 from pathlib import Path
 from typing import Any
 
 from ..evaluation import evaluate, load_beir, machine_info
+from ..ingest.writer import show_progress
 from ..retriever import Retriever
-from .common import add_embedder_flag, add_rerank_flags, print_json
+from .common import (
+    LEXICAL_HELP,
+    SERVER_HELP,
+    add_embedder_flag,
+    add_rerank_flags,
+    print_json,
+    store_client,
+)
 
 __all__ = ["add_parser", "run"]
 
@@ -29,6 +38,8 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     add_rerank_flags(parser)
     add_embedder_flag(parser)
     parser.add_argument("--cache", default=None, help="directory for the built index (reused)")
+    parser.add_argument("--server", default=None, metavar="HOST:PORT", help=SERVER_HELP)
+    parser.add_argument("--lexical-path", default=None, metavar="DIR", help=LEXICAL_HELP)
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None)
     parser.set_defaults(run=run)
@@ -44,8 +55,29 @@ def run(args: argparse.Namespace) -> int:
         model = hashlib.sha256(args.embedder.encode("utf-8", "surrogatepass")).hexdigest()
         store = store.with_name(f"{store.name}-{model[:12]}")
     measures = (f"nDCG@{args.k}", f"R@{args.depth}")
-    with Retriever(store, collection="beir", embedder=args.embedder) as r:
-        report = r.add(dataset.documents(), progress=args.progress)
+    show = show_progress(args.progress)
+    if args.server is not None:  # one collection per dataset version (and model)
+        args.db = None
+        _, client = store_client(args)
+        opened = Retriever(
+            client=client,
+            collection="remy-eval-" + hashlib.sha256(store.name.encode()).hexdigest()[:16],
+            embedder=args.embedder,
+            lexical_path=args.lexical_path,
+        )
+    else:
+        opened = Retriever(
+            store, collection="beir", embedder=args.embedder, lexical_path=args.lexical_path
+        )
+    with opened as r:
+        if show and r.count() == 0:
+            print(
+                f"embedding {len(dataset.corpus):,} documents once (then reused from "
+                f"{args.server or store}); "
+                "about 30 passages/s on 2 cores",
+                file=sys.stderr,
+            )
+        report = r.add(dataset.documents(), progress=show, batch_size=64)
         results: dict[str, Any] = {}
         for mode in modes:
 
@@ -54,7 +86,9 @@ def run(args: argparse.Namespace) -> int:
                     q, mode=mode, candidates=args.candidates, fusion=args.fusion, alpha=args.alpha
                 )
 
-            results[mode] = evaluate(dataset, rank, depth=args.depth, measures=measures)
+            results[mode] = evaluate(
+                dataset, rank, depth=args.depth, measures=measures, progress=show, label=mode
+            )
             if args.rerank:
 
                 def reranked(q: str, mode: Any = mode) -> list[tuple[str, float]]:
@@ -75,7 +109,12 @@ def run(args: argparse.Namespace) -> int:
                     return head + [item for item in rank(q) if item[0] not in seen]
 
                 results[f"{mode}+rerank"] = evaluate(
-                    dataset, reranked, depth=args.depth, measures=measures
+                    dataset,
+                    reranked,
+                    depth=args.depth,
+                    measures=measures,
+                    progress=show,
+                    label=f"{mode}+rerank",
                 )
     out = {
         "dataset": dataset.name,

@@ -1,45 +1,76 @@
-"""``remy ingest PATH...``: add text files or folders to a collection."""
+"""``remy ingest PATH...``: add files and folders to a collection, like a sync."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
-from ..ingest.files import FileIssue, load_files
-from .common import add_store_flags, open_retriever
+from ..ingest.files import FileIssue, check_id_prefix, check_paths
+from .common import add_store_flags, json_object, open_retriever
 
 __all__ = ["add_parser", "run"]
 
-#: At most this many skipped files are listed one by one (then a count).
+#: At most this many skipped files (or gone documents) are listed one by one (then a count).
 _MAX_LISTED = 50
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the ``ingest`` command to the ``remy`` subcommands."""
-    parser = subparsers.add_parser("ingest", help="add .md/.txt/.rst files or folders")
+    parser = subparsers.add_parser(
+        "ingest", help="add files and folders (.md .txt .rst; .pdf .html .docx with extras)"
+    )
     parser.add_argument("paths", nargs="+", metavar="PATH")
     add_store_flags(parser)
+    parser.add_argument(
+        "--metadata", default=None, help='JSON object for every document, e.g. \'{"tenant": "a"}\''
+    )
+    parser.add_argument(
+        "--id-prefix", default=None, metavar="P", help="prefix every document id (e.g. docs/)"
+    )
+    parser.add_argument(
+        "--prune",
+        action="store_true",
+        help="delete documents an earlier ingest of the folder added whose files are gone",
+    )
+    parser.add_argument(
+        "--strict", action="store_true", help="stop at the first file that cannot be used"
+    )
     parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None)
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Read every path (all files are read and checked before anything is written), add
-    the documents, print what changed and the files left out. Exit status 1 when a file
-    could not be read, else 0."""
-    loaded = [load_files(path) for path in args.paths]
-    skipped = [issue for files in loaded for issue in files.skipped]
-    failed = [issue for files in loaded for issue in files.failed]
+    the documents, print what changed, the files left out and the documents gone from
+    disk. Exit status 1 when a file could not be read, else 0."""
+    # The flags and paths first: a bad one must not leave a new store behind.
+    metadata = json_object(args.metadata, "--metadata")
+    check_id_prefix(args.id_prefix)
+    check_paths(args.paths)
     with open_retriever(args, create=True) as r:
-        report = r.add([doc for files in loaded for doc in files.documents], progress=args.progress)
+        report = r.ingest(
+            args.paths,
+            metadata=metadata,
+            id_prefix=args.id_prefix,
+            prune=args.prune,
+            strict=args.strict,
+            progress=args.progress,
+        )
         print(
             f"added {len(report.added)}, updated {len(report.updated)}, unchanged "
             f"{len(report.unchanged)} documents; {report.chunks_written} chunks written, "
             f"{r.count()} in collection {args.collection!r}"
         )
-    _print_issues("skipped", skipped, _MAX_LISTED)
-    _print_issues("failed", failed, len(failed))
-    return 1 if failed else 0
+    if report.gone:
+        verb = "deleted (--prune)" if report.pruned else "kept; --prune deletes them"
+        print(f"gone from disk: {len(report.gone)} document(s), {verb}")
+        for doc_id in report.gone[:_MAX_LISTED]:
+            print(f"  {doc_id!r}")
+        if len(report.gone) > _MAX_LISTED:
+            print(f"  ... and {len(report.gone) - _MAX_LISTED} more")
+    _print_issues("skipped", list(report.skipped), _MAX_LISTED)
+    _print_issues("failed", list(report.failed), len(report.failed))
+    return 1 if report.failed else 0
 
 
 def _print_issues(what: str, issues: list[FileIssue], limit: int) -> None:

@@ -14,7 +14,14 @@ from .. import Memory
 from ..errors import CollectionNotFoundError, InvalidInputError
 from ..memory import MemoryStore
 from ..retriever import Retriever
-from .common import add_store_flags, clip, json_object, print_json, require_collection
+from .common import (
+    add_store_flags,
+    clip,
+    json_object,
+    print_json,
+    require_collection,
+    store_client,
+)
 
 __all__ = ["add_parser", "run"]
 
@@ -82,11 +89,16 @@ def run(args: argparse.Namespace) -> int:
     # The JSON flags first: a bad one must not leave a new store behind.
     metadata = json_object(getattr(args, "metadata", None), "--metadata")
     where = json_object(getattr(args, "where", None), "--where")
+    path, client = store_client(args)
     if command != "add":  # only `add` creates the store and the collection
-        require_collection(args.db, args.collection)
-    linked = _linked_retriever(args) if command == "search" else None
+        require_collection(path, args.collection, client)
+    linked = _linked_retriever(args, path, client) if command == "search" else None
     with MemoryStore(
-        args.db, collection=args.collection, retriever=linked, embedder=args.embedder
+        path if client is None else client,
+        collection=args.collection,
+        retriever=linked,
+        embedder=args.embedder,
+        lexical_path=args.lexical_path,
     ) as store:
         if command == "add":
             memory = store.add(
@@ -127,19 +139,24 @@ def _search(store: MemoryStore, args: argparse.Namespace, where: Any) -> None:
         _print_memory_results(response)
 
 
-def _linked_retriever(args: argparse.Namespace) -> Retriever | None:
-    """The document collection a search may include; ``None`` if there is none and the
-    search is over memories only."""
+def _linked_retriever(args: argparse.Namespace, path: str | None, client: Any) -> Retriever | None:
+    """The document collection a search may include (its BM25 index at the default
+    place: ``--lexical-path`` is the memories'); ``None`` if there is none and the search
+    is over memories only."""
     try:
         return Retriever(
-            args.db, collection=args.docs_collection, create=False, embedder=args.embedder
+            path,
+            client=client,
+            collection=args.docs_collection,
+            create=False,
+            embedder=args.embedder,
         )
     except CollectionNotFoundError:
         if args.search_mode != "memories":
             msg = (
-                f"--search-mode {args.search_mode} searches documents, but {args.db!r} has no "
-                f"collection {args.docs_collection!r}; ingest documents first (`remy ingest`) "
-                "or pass --docs-collection"
+                f"--search-mode {args.search_mode} searches documents, but "
+                f"{path or args.server!r} has no collection {args.docs_collection!r}; ingest "
+                "documents first (`remy ingest`) or pass --docs-collection"
             )
             raise InvalidInputError(msg) from None
         return None

@@ -1,7 +1,9 @@
-"""Read text files from disk into :class:`~remy_retriever.documents.Document` objects.
+"""Read files from disk into :class:`~remy_retriever.documents.Document` objects.
 
 Used by :meth:`remy_retriever.retriever.Retriever.ingest` and by ``remy ingest``. Only
-reads and validates: nothing here touches a store.
+reads and validates: nothing here touches a store. Each file is turned into text by the
+loader registered for its suffix (:mod:`remy_retriever.loaders`); a file without one is
+skipped as an unsupported type.
 
 A folder is read file by file: a file that cannot be used is left out and reported
 (:class:`FileIssue`) while the rest are read. Only regular files are opened, and only
@@ -20,20 +22,21 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..documents import Document
+from ..documents import Document, validate_document_id
 from ..errors import InvalidDocumentError, InvalidInputError
+from ..loaders import MissingExtraError, loader_for
 from ..reprs import short_repr
 
 __all__ = [
     "DEFAULT_MAX_DOCUMENT_BYTES",
-    "INGEST_SUFFIXES",
     "FileIssue",
     "LoadedFiles",
+    "check_id_prefix",
+    "check_paths",
     "document_id_for",
     "load_files",
 ]
 
-INGEST_SUFFIXES = (".md", ".markdown", ".txt", ".rst")
 #: The default largest document, in bytes of UTF-8 text (``Retriever(max_document_bytes=)``).
 #: With the default model, a 1 MiB text document takes about a minute to chunk and embed
 #: on 2 cores; at 10 MiB a single document already costs minutes, and most larger files
@@ -63,11 +66,24 @@ class FileIssue:
 class LoadedFiles:
     """What :func:`load_files` read: the documents, and the files it left out, as
     ``skipped`` (not a usable document: type, link, size, encoding) or ``failed`` (an
-    error reading it, e.g. permission denied)."""
+    error reading it, e.g. permission denied).
+
+    ``root`` is the folder read (absolute, links resolved), or a file's folder;
+    ``folder`` says which. ``present`` holds the document id of every file found,
+    used or not, and ``unlisted`` the id prefixes of folders that could not be listed:
+    what is under them is unknown, so none of it counts as gone from disk."""
 
     documents: tuple[Document, ...] = ()
     skipped: tuple[FileIssue, ...] = ()
     failed: tuple[FileIssue, ...] = ()
+    root: str = ""
+    folder: bool = False
+    present: frozenset[str] = frozenset()
+    unlisted: tuple[str, ...] = ()
+
+    def on_disk(self, document_id: str) -> bool:
+        """Is ``document_id`` a file found here (or possibly under an unlisted folder)?"""
+        return document_id in self.present or document_id.startswith(self.unlisted)
 
 
 class _Skip(Exception):
@@ -83,14 +99,20 @@ def load_files(
     *,
     metadata: Mapping[str, Any] | None = None,
     max_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES,
+    id_prefix: str | None = None,
+    strict: bool = False,
 ) -> LoadedFiles:
-    """Read the text files under ``path`` (recursively), or the one file ``path``.
+    """Read the files under ``path`` (recursively), or the one file ``path``.
 
     A folder's files that cannot be used are reported in ``skipped``/``failed`` and the
     rest are read; a file named directly that cannot be used raises
-    :class:`InvalidDocumentError`. Document ids are the paths relative to ``path``
-    (POSIX style, see :func:`document_id_for`)."""
+    :class:`InvalidDocumentError`. With ``strict``, so does the first file of a folder
+    that has a loader but cannot be used (unreadable, too large, not text, no text, a
+    missing extra); unsupported types and links leaving the folder are still skipped.
+    Document ids are ``id_prefix`` plus the paths relative to ``path`` (POSIX style, see
+    :func:`document_id_for`)."""
     shown = _check_path(path)
+    prefix = check_id_prefix(id_prefix)
     try:
         info = os.stat(shown)
     except FileNotFoundError:
@@ -106,18 +128,75 @@ def load_files(
             "of the kernel, not documents; pass a folder of text files"
         )
         raise InvalidDocumentError(msg)
-    meta = dict(metadata or {})
+    meta = _check_metadata(metadata)
     if stat.S_ISDIR(info.st_mode):
-        return _Folder(shown, real, meta, max_bytes).read()
+        return _Folder(shown, real, meta, max_bytes, prefix, strict).read()
     if not stat.S_ISREG(info.st_mode):
         msg = f"cannot ingest {shown!r}: it is {_kind(info.st_mode)}, not a file or folder"
         raise InvalidDocumentError(msg)
+    name = os.path.basename(os.path.normpath(shown))
     try:
-        doc = _document(real, os.path.basename(os.path.normpath(shown)), shown, meta, max_bytes)
+        doc = _document(real, name, shown, meta, max_bytes, prefix)
     except (_Skip, _Fail) as exc:
         msg = f"cannot ingest {_printable(shown)!r}: {exc}"
         raise InvalidDocumentError(msg) from None
-    return LoadedFiles((doc,))
+    folder = os.path.realpath(os.path.dirname(os.path.abspath(shown)))
+    return LoadedFiles((doc,), root=folder, present=frozenset({doc.id}))
+
+
+def _check_metadata(metadata: Mapping[str, Any] | None) -> dict[str, Any]:
+    """``metadata`` checked once, as a document's (so no file is skipped for it)."""
+    if metadata is not None and not isinstance(metadata, Mapping):
+        msg = (
+            f"ingest() metadata must be a mapping like {{'tenant': 'a'}}, got "
+            f"{type(metadata).__name__} {short_repr(metadata)}"
+        )
+        raise InvalidInputError(msg)
+    meta = dict(metadata or {})
+    try:
+        Document(id="metadata", text="x", metadata=meta)
+    except InvalidDocumentError as exc:
+        msg = f"ingest() metadata is not usable: {exc}"
+        raise InvalidDocumentError(msg) from None
+    return meta
+
+
+def check_paths(paths: list[str]) -> None:
+    """Raise :class:`InvalidDocumentError` unless every path exists (a cheap check
+    before a store is opened; :func:`load_files` checks the rest)."""
+    for path in paths:
+        shown = _check_path(path)
+        try:
+            os.stat(shown)
+        except FileNotFoundError:
+            msg = f"cannot ingest {shown!r}: no such file or directory"
+            raise InvalidDocumentError(msg) from None
+        except OSError as exc:
+            msg = f"cannot ingest {shown!r}: {exc.strerror or exc}; check the path and permissions"
+            raise InvalidDocumentError(msg) from exc
+
+
+def check_id_prefix(id_prefix: object) -> str:
+    """``id_prefix`` (``None``: ``""``) if every id it starts can be a document id."""
+    if id_prefix is None:
+        return ""
+    if (
+        not isinstance(id_prefix, str)
+        or not id_prefix
+        or "#" in id_prefix
+        or any(ord(c) < 0x20 or ord(c) == 0x7F for c in id_prefix)
+    ):
+        msg = (
+            f"id_prefix must be a non-empty str without '#' or control characters, like "
+            f"'docs/', got {type(id_prefix).__name__} {short_repr(id_prefix)}"
+        )
+        raise InvalidInputError(msg)
+    try:
+        validate_document_id(id_prefix + "x")
+    except InvalidDocumentError as exc:
+        msg = f"id_prefix {short_repr(id_prefix)} cannot start document ids: {exc}"
+        raise InvalidInputError(msg) from None
+    return id_prefix
 
 
 def document_id_for(relative_path: str) -> str:
@@ -148,11 +227,15 @@ class _Folder:
     real: str
     metadata: dict[str, Any]
     max_bytes: int
+    prefix: str = ""
+    strict: bool = False
     skipped: list[FileIssue] = field(default_factory=list)
     failed: list[FileIssue] = field(default_factory=list)
     # (relative path, path as shown, real path, reached through a link)
     files: list[tuple[str, str, str, bool]] = field(default_factory=list)
     folders: set[str] = field(default_factory=set)
+    present: set[str] = field(default_factory=set)
+    unlisted: list[str] = field(default_factory=list)
 
     def read(self) -> LoadedFiles:
         self.folders.add(self.real)
@@ -160,27 +243,46 @@ class _Folder:
         docs: list[Document] = []
         for rel, shown, real in self._unique():
             try:
-                docs.append(_document(real, rel, shown, self.metadata, self.max_bytes))
+                docs.append(_document(real, rel, shown, self.metadata, self.max_bytes, self.prefix))
             except _Skip as exc:
-                self.skip(shown, str(exc))
+                self.skip(shown, str(exc), error=True)
             except _Fail as exc:
-                self.failed.append(FileIssue(_printable(shown), str(exc)))
-        return LoadedFiles(tuple(docs), tuple(self.skipped), tuple(self.failed))
+                self.fail(shown, str(exc))
+        return LoadedFiles(
+            tuple(docs),
+            tuple(self.skipped),
+            tuple(self.failed),
+            root=self.real,
+            folder=True,
+            present=frozenset(self.present),
+            unlisted=tuple(self.unlisted),
+        )
 
-    def skip(self, shown: str, reason: str) -> None:
+    def skip(self, shown: str, reason: str, *, error: bool = False) -> None:
+        """Leave ``shown`` out; ``error``: a file that has a loader but cannot be used
+        (with ``strict``, that stops the ingest)."""
+        if error and self.strict:
+            _stop(shown, reason)
         self.skipped.append(FileIssue(_printable(shown), reason))
+
+    def fail(self, shown: str, reason: str) -> None:
+        if self.strict:
+            _stop(shown, reason)
+        self.failed.append(FileIssue(_printable(shown), reason))
 
     def _scan(self, folder: str, real_folder: str, rel: str) -> None:
         try:
             with os.scandir(folder) as found:
                 entries = sorted(found, key=lambda e: e.name)
         except OSError as exc:
+            self.unlisted.append(self.prefix + (document_id_for(rel) + "/" if rel else ""))
             reason = f"cannot list this folder: {exc.strerror or exc}; check its permissions"
-            self.failed.append(FileIssue(_printable(folder), reason))
+            self.fail(folder, reason)
             return
         for entry in entries:
             shown = os.path.join(folder, entry.name)
             child_rel = f"{rel}/{entry.name}" if rel else entry.name
+            self.present.add(self.prefix + document_id_for(child_rel))
             linked = False
             try:
                 linked = entry.is_symlink()
@@ -210,15 +312,15 @@ class _Folder:
                 self._scan(shown, real, child_rel)
             elif not stat.S_ISREG(info.st_mode):
                 self.skip(shown, f"{_kind(info.st_mode)}, not a regular file")
-            elif os.path.splitext(entry.name)[1].lower() not in INGEST_SUFFIXES:
+            elif loader_for(entry.name) is None:
                 suffix = os.path.splitext(entry.name)[1] or "(no suffix)"
                 self.skip(
                     shown,
-                    f"unsupported type {_printable(suffix)!r} (ingest reads "
-                    f"{', '.join(INGEST_SUFFIXES)})",
+                    f"unsupported type {_printable(suffix)!r} (no loader for it; "
+                    "remy_retriever.loaders.register_loader adds one)",
                 )
             elif info.st_size > self.max_bytes:
-                self.skip(shown, _too_large(info.st_size, self.max_bytes))
+                self.skip(shown, _too_large(info.st_size, self.max_bytes), error=True)
             else:
                 self.files.append((child_rel, shown, real, linked))
 
@@ -239,38 +341,53 @@ class _Folder:
         return out
 
 
+def _stop(shown: str, reason: str) -> None:
+    msg = (
+        f"stopped at {_printable(shown)!r} (strict): {reason}; nothing was stored. Fix or "
+        "move the file, or ingest without strict to skip it and keep the rest"
+    )
+    raise InvalidDocumentError(msg)
+
+
 def _document(
-    real: str, rel: str, shown: str, metadata: dict[str, Any], max_bytes: int
+    real: str, rel: str, shown: str, metadata: dict[str, Any], max_bytes: int, prefix: str
 ) -> Document:
     """The Document for one file (raises _Skip or _Fail)."""
-    doc_id = document_id_for(rel)
+    doc_id = prefix + document_id_for(rel)
     if len(doc_id) > _MAX_ID_LEN:
         msg = (
             f"its path makes a document id of {len(doc_id)} characters, over {_MAX_ID_LEN}; "
             "ingest a folder nearer to it"
         )
         raise _Fail(msg)
+    name = os.path.basename(rel)
+    loader = loader_for(name)
+    if loader is None:
+        suffix = os.path.splitext(name)[1] or "(no suffix)"
+        msg = f"unsupported type {_printable(suffix)!r} (no loader for it)"
+        raise _Skip(msg)
     raw = _read(real, max_bytes)
     try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        msg = (
-            f"it is not UTF-8 text ({exc.reason} at byte {exc.start}); convert it to UTF-8 "
-            "or move it out of the folder"
+        loaded = loader(raw, name)
+    except (InvalidDocumentError, MissingExtraError) as exc:
+        raise _Skip(str(exc)) from None
+    shown_name = _printable(name)
+    pages: dict[str, Any] = {}
+    if loaded.pages is not None:
+        pages["pages"] = loaded.pages
+    try:
+        return Document(
+            id=doc_id,
+            text=loaded.text,
+            title=loaded.title or os.path.splitext(shown_name)[0] or shown_name,
+            url=loaded.url,
+            path=_printable(shown),
+            type=loaded.type,
+            metadata=dict(metadata),
+            **pages,
         )
-        raise _Skip(msg) from None
-    if "\x00" in text:
-        msg = "it contains NUL bytes (binary?); remove it or move it out of the folder"
-        raise _Skip(msg)
-    name = _printable(os.path.basename(rel))
-    return Document(
-        id=doc_id,
-        text=text,
-        title=_first_h1(text) or os.path.splitext(name)[0] or name,
-        path=_printable(shown),
-        type=os.path.splitext(name)[1].lstrip(".").lower() or "text",
-        metadata=dict(metadata),
-    )
+    except InvalidDocumentError as exc:
+        raise _Skip(str(exc)) from None
 
 
 def _read(path: str, max_bytes: int) -> bytes:
@@ -367,14 +484,3 @@ def _is_pseudo(real: str) -> bool:
 def _printable(name: str) -> str:
     """``name`` with bytes that are not UTF-8 shown as ``\\xNN`` (storable, printable)."""
     return os.fsencode(name).decode("utf-8", "backslashreplace")
-
-
-def _first_h1(text: str) -> str | None:
-    in_fence = False
-    for line in text.splitlines():
-        stripped = line.strip()
-        if stripped.startswith(("```", "~~~")):
-            in_fence = not in_fence
-        elif not in_fence and stripped.startswith("# "):
-            return stripped[2:].strip().rstrip("#").strip() or None
-    return None

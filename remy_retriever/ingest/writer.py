@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -20,7 +20,7 @@ from ..documents import Document, validate_document_id
 from ..embeddings import Embedder
 from ..errors import InvalidDocumentError
 from ..options import check_int
-from ..records import DOCUMENT_ID_KEY
+from ..records import DOCUMENT_ID_KEY, ROOT_KEY
 from ..stores.sync import StoreSync
 from ..validation import as_list, check_storable
 from .files import DEFAULT_MAX_DOCUMENT_BYTES, FileIssue
@@ -41,7 +41,10 @@ class IngestReport:
     ``skipped`` and ``failed`` (folder ingest only) list the files left out, each a
     :class:`~remy_retriever.ingest.files.FileIssue` with its path and reason: skipped
     files are not usable documents (unsupported type, a link leaving the folder, too
-    large, not UTF-8...), failed ones could not be read (e.g. permission denied)."""
+    large, not UTF-8...), failed ones could not be read (e.g. permission denied).
+    ``gone`` (folder ingest only) lists the documents an earlier ingest of the same
+    folder added whose files are no longer there; ``pruned`` says they were deleted
+    (``prune=True``; their chunks count in ``chunks_deleted``)."""
 
     added: tuple[str, ...] = ()
     updated: tuple[str, ...] = ()
@@ -50,6 +53,8 @@ class IngestReport:
     chunks_deleted: int = 0
     skipped: tuple[FileIssue, ...] = ()
     failed: tuple[FileIssue, ...] = ()
+    gone: tuple[str, ...] = ()
+    pruned: bool = False
 
 
 class Ingestor:
@@ -67,8 +72,14 @@ class Ingestor:
         batch_size: int,
         progress: bool,
         max_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES,
+        roots: Mapping[str, str] | None = None,
+        rewrite: frozenset[str] = frozenset(),
     ) -> IngestReport:
-        """Add or replace documents (see :meth:`remy_retriever.Retriever.add`)."""
+        """Add or replace documents (see :meth:`remy_retriever.Retriever.add`).
+
+        Folder ingest passes ``roots`` (document id -> the folder it was read from,
+        recorded in its records) and ``rewrite``: ids to write even when unchanged (to
+        record their root)."""
         docs = as_list(documents, "add()", "[Document(id='guide', text='...')]")
         check_int("batch_size", batch_size)
         _check_documents(docs, max_bytes)
@@ -94,11 +105,15 @@ class Ingestor:
                 for start in range(0, len(docs), batch_size):
                     batch = docs[start : start + batch_size]
                     existing = existing_documents(sync.dense, sync.table, (d.id for d in batch))
+                    for doc_id in rewrite & existing.keys():
+                        existing[doc_id] = replace(existing[doc_id], complete=False)
                     planned, same = plan_batch(
                         batch, existing, embedder=embedder, max_tokens=max_tokens
                     )
                     unchanged += same
                     if planned is not None:
+                        if roots:
+                            _record_roots(planned, roots)
                         pending.append(planned)
                     # Embedding goes batch by batch (bounded memory, a moving progress
                     # bar); writing waits for a group of WRITE_GROUP_CHUNKS chunks: per
@@ -173,6 +188,17 @@ class Ingestor:
             for records in self.sync.dense.iter_all(where=where, documents=False, metadatas=False):
                 out += [cid for cid, _, _ in records]
         return out
+
+
+def _record_roots(planned: WriteBatch, roots: Mapping[str, str]) -> None:
+    """Record each planned document's root in its chunk and document-table records."""
+    for meta in planned.metas:
+        root = roots.get(str(meta[DOCUMENT_ID_KEY]))
+        if root is not None:
+            meta[ROOT_KEY] = root
+    for doc_id, meta in zip(planned.doc_ids, planned.doc_metas):
+        if doc_id in roots:
+            meta[ROOT_KEY] = roots[doc_id]
 
 
 def _check_documents(docs: Sequence[object], max_bytes: int) -> None:
