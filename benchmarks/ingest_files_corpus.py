@@ -79,6 +79,7 @@ class FileSpec:
     title: str = ""
     probes: list[Probe] = field(default_factory=list)
     boilerplate: dict[str, str] = field(default_factory=dict)
+    headings: list[str] = field(default_factory=list)  # HTML/DOCX: h1..h6 / heading styles
 
 
 class _Text:
@@ -181,10 +182,12 @@ def _html(path: Path, spec: FileSpec, t: _Text, n: int) -> None:
     spec.boilerplate = {k: v.format(n=n) for k, v in BOILERPLATE.items()}
     bp = spec.boilerplate
     sections = []
+    spec.headings.append(spec.title)
     for _ in range(3):
         text, probe = _with_probe(t, 3, 2)
         spec.probes.append(Probe(probe))
-        sections.append(f"<h2>{html.escape(t.heading())}</h2>\n<p>{html.escape(text)}</p>")
+        spec.headings.append(t.heading())
+        sections.append(f"<h2>{html.escape(spec.headings[-1])}</h2>\n<p>{html.escape(text)}</p>")
         sections.append(f"<p>{html.escape(t.paragraph(4))}</p>")
     # A probe whose words are split by inline markup.
     inline = t.probe()
@@ -234,12 +237,15 @@ def _docx(path: Path, spec: FileSpec, t: _Text) -> None:
     d = docx.Document()
     d.core_properties.title = spec.title
     d.add_paragraph(spec.title, style="Title")
+    spec.headings.append(spec.title)
     for _ in range(2):
-        d.add_heading(t.heading(), level=1)
+        spec.headings.append(t.heading())
+        d.add_heading(spec.headings[-1], level=1)
         text, probe = _with_probe(t, 3, 2)
         spec.probes.append(Probe(probe))
         d.add_paragraph(text)
-        d.add_heading(t.heading(), level=2)
+        spec.headings.append(t.heading())
+        d.add_heading(spec.headings[-1], level=2)
         d.add_paragraph(t.paragraph(4))
     runs = t.probe()
     spec.probes.append(Probe(runs, where="runs"))
