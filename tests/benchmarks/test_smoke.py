@@ -224,3 +224,75 @@ def test_hnsw_profile_smoke(tmp_path: Path) -> None:
     assert absent["recall_data"] is None
     assert "recall_at_10" not in absent["rows"]["32"]
     assert "recall not measured" in (out / "hnsw-absent.md").read_text()
+
+
+def test_ingest_files_scores_can_fail(tmp_path: Path) -> None:
+    """The quality scores of benchmarks.ingest_files count damage: a perfect extraction
+    scores 100%, a cut probe, a wrong page, leaked boilerplate and raw tags are seen."""
+    sys.path.insert(0, str(ROOT))
+    try:
+        from benchmarks.ingest_files import Extracted, quality
+        from benchmarks.ingest_files_corpus import make_corpus
+    finally:
+        sys.path.remove(str(ROOT))
+
+    specs = make_corpus(tmp_path / "docs", pdfs=1, html=1, docx=0, pages=5)
+    pdf, page = specs[0], specs[1]
+    pages = [" ".join(p.text for p in pdf.probes if p.page == n) for n in range(1, 6)]
+    perfect = {
+        pdf.name: Extracted("\n".join(pages), pages, []),
+        page.name: Extracted(" ".join(p.text for p in page.probes), None, []),
+    }
+    good = quality(specs, perfect)
+    assert good["intact_pct"] == 100 and good["paged_pct"] == 100
+    assert good["boilerplate_words_leaked"] == 0 and good["html_tags_in_text"] == 0
+
+    first = pdf.probes[0].text
+    cut = first[:20] + "\n\n" + pages[4] + "\n\n" + first[20:]  # a probe split apart
+    shifted = [*pages[1:], pages[0]]  # right text, wrong pages
+    damaged = {
+        pdf.name: Extracted("\n".join([cut, *pages[1:]]), shifted, []),
+        page.name: Extracted(
+            perfect[page.name].text + " <div>" + page.boilerplate["script"] + "</div>", None, []
+        ),
+    }
+    bad = quality(specs, damaged)
+    assert bad["probes_intact"] == good["probes_intact"] - 1
+    assert bad["paged_pct"] < 50
+    assert bad["boilerplate_leaked_by_kind"] == {"script": 1}
+    assert bad["html_tags_in_text"] == 2
+
+
+def test_ingest_files_smoke(tmp_path: Path) -> None:
+    out = tmp_path / "results"
+    _run(
+        "benchmarks.ingest_files",
+        "--systems",
+        "ours",
+        "--pdfs",
+        "2",
+        "--html",
+        "2",
+        "--docx",
+        "2",
+        "--pages",
+        "5",
+        "--reps",
+        "1",
+        "--out",
+        str(out),
+    )
+    r = _outputs(out, "ingest-files")["result"]
+    assert r["corpus"]["files"] == {"pdf": 2, "html": 2, "docx": 2}
+    ours = r["systems"]["ours"]
+    for p in ours["formats"].values():
+        assert p["extract_median_s"] > 0 and p["files_per_s"] > 0
+    q = ours["quality"]
+    assert q["probes"] == r["corpus"]["probes"] > 0
+    # Ours' loaders keep every probe whole and on its page, and drop all boilerplate.
+    assert q["intact_pct"] == 100 and q["paged_pct"] == 100, q
+    assert q["boilerplate_words_leaked"] == 0 and q["html_tags_in_text"] == 0, q
+    assert ours["embedding"]["chunks"] > 0 and ours["embedding"]["embed_s"] > 0
+    ingest = r["ours_ingest"]
+    assert ingest["files_added"] == 6 and ingest["files_failed"] == 0
+    assert ingest["page_test_pct"] == 100, ingest
