@@ -265,9 +265,8 @@ def _ours_ingest(folder: Path, specs: Sequence[FileSpec], embedder: Any) -> dict
     (labelled ``"path"`` in the result)."""
     import dataclasses
 
-    from remy_retriever.loaders import load_file
-
     from remy_retriever import Document, Retriever
+    from remy_retriever.loaders import load_file
 
     has_pages = "pages" in {f.name for f in dataclasses.fields(Document)}
     with tempfile.TemporaryDirectory(prefix="remy-bench-files-") as tmp:
