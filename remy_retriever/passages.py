@@ -64,6 +64,7 @@ def document_passages(response: object) -> list[Passage]:
             }
             if result.summary is not None:
                 ours["summary"] = result.summary
+            _add_page(ours, chunk.page, chunk.page_end)
             out.append(
                 Passage(
                     id=f"{result.document_id}::chunk-{position}",
@@ -105,6 +106,7 @@ def memory_passages(response: object) -> list[Passage]:
                 title=None if first is None else first.title,
                 type=None if first is None else first.type,
             )
+            _add_page(ours, result.page, result.page_end)
         else:
             assert isinstance(result, MemoryResult)
             text = result.memory
@@ -117,6 +119,14 @@ def memory_passages(response: object) -> list[Passage]:
             )
         )
     return out
+
+
+def _add_page(ours: dict[str, Any], page: int | None, page_end: int | None) -> None:
+    """Paged documents (PDFs): the chunk's page, and its last page when it runs on."""
+    if page is not None:
+        ours["page"] = page
+    if page_end is not None:
+        ours["page_end"] = page_end
 
 
 def _merge(ours: dict[str, Any], user: Mapping[str, Any] | None) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from remy_retriever import Document, InvalidDocumentError, Retriever
+from remy_retriever import InvalidDocumentError, Retriever
 from remy_retriever.loaders import LoadedText, load_file, loader_for
 
 RELIABILITY = Path(__file__).resolve().parent / "reliability"
@@ -332,24 +332,28 @@ def test_not_a_docx_is_an_invalid_document() -> None:
 # --- stored and searched ---------------------------------------------------------------
 
 
-def _document(doc_id: str, loaded: LoadedText) -> Document:
-    return Document(id=doc_id, text=loaded.text, title=loaded.title, url=loaded.url)
-
-
-def test_loaded_files_are_searchable_and_no_clutter_is_indexed(store: Retriever) -> None:
-    pdf = load_file_bytes(_field_notes_pdf(), "notes.pdf")
-    html = load_file_bytes(PAGE_HTML.encode(), "sourdough.html")
-    manual = load_file_bytes(_pump_manual(), "pump.docx")
-    store.add([_document("notes", pdf), _document("page", html), _document("pump", manual)])
+def test_loaded_files_are_searchable_and_no_clutter_is_indexed(
+    store: Retriever, tmp_path: Path
+) -> None:
+    """The whole door: real files in a folder -> ingest -> search -> cited page."""
+    folder = tmp_path / "files"
+    folder.mkdir()
+    (folder / "notes.pdf").write_bytes(_field_notes_pdf())
+    (folder / "sourdough.html").write_text(PAGE_HTML, encoding="utf-8")
+    (folder / "pump.docx").write_bytes(_pump_manual())
+    report = store.ingest(folder)
+    assert sorted(report.added) == ["notes.pdf", "pump.docx", "sourdough.html"]
     for mode in MODES:
         top = store.search(PAGE3, mode=mode, k=1)
-        assert top and top[0].citation.document_id == "notes", mode
+        assert top and top[0].citation.document_id == "notes.pdf", mode
         assert PAGE3 in _norm(top[0].text), mode
+        assert top[0].citation.page == 3, mode
     for word in CLUTTER:
         assert store.search(word.lower(), mode="lexical", k=5) == [], word
     (hit,) = store.search("acetone", mode="lexical", k=1)
     assert hit.citation.url == "https://example.org/sourdough"
-    assert store.search("concrete", mode="lexical", k=1)[0].citation.document_id == "pump"
+    top = store.search("concrete", mode="lexical", k=1)[0]
+    assert top.citation.document_id == "pump.docx"
 
 
 def load_file_bytes(data: bytes, name: str) -> LoadedText:

@@ -240,3 +240,28 @@ def test_document_chunk_pages_on_the_wire() -> None:
                 "total": 1,
             }
         )  # fmt: skip
+
+
+def test_flattened_passages_carry_the_page() -> None:
+    """Document- and memory-search results reach the adapters as passages; a paged
+    chunk's page must survive that step too."""
+    from remy_retriever.passages import memory_passages
+
+    memory = {
+        "results": [
+            {
+                "id": "d#0",
+                "chunk": "x",
+                "similarity": 0.5,
+                "updatedAt": "2024-01-15T10:30:00Z",
+                "page": 4,
+                "pageEnd": 5,
+            },
+            {"id": "e#0", "chunk": "y", "similarity": 0.4, "updatedAt": "2024-01-15T10:30:00Z"},
+        ],
+        "timing": 1,
+        "total": 2,
+    }
+    first, second = memory_passages(memory)
+    assert (first.metadata["page"], first.metadata["page_end"]) == (4, 5)
+    assert "page" not in second.metadata and "page_end" not in second.metadata
