@@ -23,9 +23,10 @@ the same files again replaces instead of duplicating; else a random id.
 
 **Pre-split chunks.** remy's core stores whole documents and chunks them itself; it has
 no way to take chunks of one source document from outside. Each LangChain Document
-becomes its own remy document (not re-split when it fits one chunk), with
-``path = metadata["source"]`` so its citation names the source file, and
-``start_index`` kept in its metadata.
+becomes its own remy document, with ``path = metadata["source"]`` so its citation
+names the source file, and ``start_index`` kept in its metadata. remy's chunker still
+runs on each piece, so a piece holding markdown headings may become several remy chunks
+(their offsets are relative to the piece, not the file).
 """
 
 from __future__ import annotations
