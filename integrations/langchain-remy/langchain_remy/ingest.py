@@ -40,13 +40,14 @@ from typing import Any
 from langchain_core.documents import Document as LCDocument
 
 from remy_retriever import Document, InvalidInputError
+from remy_retriever.integration import RESERVED_PREFIX
 
 __all__ = ["ENCODING_KEY", "metadata_from_remy", "metadata_to_remy", "to_remy_documents"]
 
 #: The metadata key recording how loader metadata was mapped (see the module docstring).
 ENCODING_KEY = "lc_encoding"
 _RENAMED_PREFIX = "lc."
-_RESERVED = ("remy_", "$")
+_RESERVED = (RESERVED_PREFIX, "$")
 
 
 def _stored_key(key: str) -> tuple[str, bool]:
