@@ -174,3 +174,20 @@ def test_from_documents_refuses_a_langchain_embedding(tmp_path: Path) -> None:
 
     with pytest.raises(InvalidInputError, match="FakeEmbeddings"):
         RemyVectorStore.from_documents([], FakeEmbeddings(size=4), path=tmp_path)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_relevance_scores_are_between_0_and_1_best_first(store: RemyVectorStore, mode: str) -> None:
+    store.add_documents(_docs())
+    pairs = store.similarity_search_with_relevance_scores("yellow bananas", k=3, mode=mode)
+    assert pairs and pairs[0][0].metadata["source"] == "b.txt"
+    scores = [score for _, score in pairs]
+    assert all(0.0 <= score <= 1.0 for score in scores)
+    assert scores == sorted(scores, reverse=True)
+
+
+def test_delete_without_ids_is_refused_and_deletes_nothing(store: RemyVectorStore) -> None:
+    store.add_documents(_docs())
+    with pytest.raises(InvalidInputError, match="document_ids"):
+        store.delete(None)
+    assert store.retriever.count() == 3
