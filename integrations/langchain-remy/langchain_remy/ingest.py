@@ -18,7 +18,9 @@ value comes back as the string). Nothing raises and nothing is dropped without a
 
 **Ids.** ``doc.id`` when set; else, when ``metadata["source"]`` is known,
 ``"<source>@<start_index>"`` (splitter output with ``add_start_index=True``) or
-``"<source>@<n>"`` (the n-th document of that source in the call, 0-based), so adding
+``"<source>@<n>"`` (the n-th document of that source in the call, 0-based; ``%``,
+``#`` and NUL in the source are %-escaped, a source over 480 characters is cut and
+suffixed with its hash), so adding
 the same files again replaces instead of duplicating; else a random id.
 
 **Pre-split chunks.** remy's core stores whole documents and chunks them itself; it has
@@ -32,6 +34,7 @@ runs on each piece, so a piece holding markdown headings may become several remy
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import uuid
 from collections.abc import Iterable, Mapping
@@ -47,6 +50,8 @@ __all__ = ["ENCODING_KEY", "metadata_from_remy", "metadata_to_remy", "to_remy_do
 #: The metadata key recording how loader metadata was mapped (see the module docstring).
 ENCODING_KEY = "lc_encoding"
 _RENAMED_PREFIX = "lc."
+#: Room for "@<n>" within remy's 512-character document ids.
+_MAX_SOURCE_LEN = 480
 _RESERVED = (RESERVED_PREFIX, "$")
 
 
@@ -154,8 +159,17 @@ def _id_for(doc: LCDocument, given: str | None, seen: dict[str, int]) -> str:
     position = seen.get(source, 0)
     seen[source] = position + 1
     if isinstance(start, int) and not isinstance(start, bool):
-        return f"{source}@{start}"
-    return f"{source}@{position}"
+        return _source_id(source, start)
+    return _source_id(source, position)
+
+
+def _source_id(source: str, n: int) -> str:
+    # "#" separates chunk ids in remy and NUL is refused: escape both; hash a long path.
+    base = source.replace("%", "%25").replace("#", "%23").replace("\x00", "%00")
+    if len(base) > _MAX_SOURCE_LEN:
+        digest = hashlib.blake2b(source.encode("utf-8", "surrogatepass"), digest_size=8)
+        base = f"{base[: _MAX_SOURCE_LEN - 17]}~{digest.hexdigest()}"
+    return f"{base}@{n}"
 
 
 def to_remy_documents(

@@ -191,3 +191,20 @@ def test_delete_without_ids_is_refused_and_deletes_nothing(store: RemyVectorStor
     with pytest.raises(InvalidInputError, match="document_ids"):
         store.delete(None)
     assert store.retriever.count() == 3
+
+
+def test_source_ids_stay_usable_for_fragments_and_long_paths(store: RemyVectorStore) -> None:
+    long_source = "/data/" + "deep/" * 120 + "file.md"
+    docs = [
+        Document(page_content="Page one of the guide.", metadata={"source": "https://x.io/g#a"}),
+        Document(page_content="A file deep in a tree.", metadata={"source": long_source}),
+    ]
+    ids = store.add_documents(docs)
+    assert ids[0] == "https://x.io/g%23a@0"
+    assert len(ids[1]) <= 512 and ids[1].endswith("@0")
+    assert store.add_documents(docs) == ids
+    assert store.retriever.count() == 2
+    assert [d.metadata["source"] for d in store.get_by_ids(ids)] == [
+        "https://x.io/g#a",
+        long_source,
+    ]
