@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from langchain_core.documents import Document
-from langchain_core.indexing import InMemoryRecordManager, index
+from langchain_core.indexing import InMemoryRecordManager, RecordManager, index
 from langchain_remy import (
     RemyRetriever,
     RemyVectorStore,
@@ -48,8 +48,19 @@ def _found_in_every_mode(store: RemyVectorStore, query: str, text: str) -> list[
     return modes
 
 
-def test_index_incremental_and_full_cleanup(store: RemyVectorStore) -> None:
-    manager = InMemoryRecordManager(namespace="remy/lc-ingest")
+def _record_manager(kind: str, tmp_path: Path) -> RecordManager:
+    if kind == "memory":
+        return InMemoryRecordManager(namespace="remy/lc-ingest")
+    from langchain_community.indexes._sql_record_manager import SQLRecordManager
+
+    return SQLRecordManager("remy/lc-ingest", db_url=f"sqlite:///{tmp_path / 'records.db'}")
+
+
+@pytest.mark.parametrize("kind", ["memory", "sql"])
+def test_index_incremental_and_full_cleanup(
+    store: RemyVectorStore, kind: str, tmp_path: Path
+) -> None:
+    manager = _record_manager(kind, tmp_path)
     manager.create_schema()
 
     first = index(
