@@ -19,7 +19,7 @@ from .errors import InvalidInputError
 from .flatten import FLAT_KEYS, SHADOW_KEY, hit_from_metadata, hit_to_metadata
 from .options import SearchOptions, check_int
 from .passages import Passage, document_passages, memory_passages
-from .records import chunk_id
+from .records import RESERVED_PREFIX, chunk_id
 from .rerankers import Reranker, resolve_reranker
 from .retriever import Retriever
 from .search.rerank import Reranked, rerank
@@ -27,6 +27,7 @@ from .search.rerank import Reranked, rerank
 __all__ = [
     "FIELD_OPTIONS",
     "FLAT_KEYS",
+    "RESERVED_PREFIX",
     "SHADOW_KEY",
     "Passage",
     "Reranked",

@@ -42,6 +42,7 @@ EXPECTED = {
 INTEGRATION_EXPECTED = {
     "FIELD_OPTIONS",
     "FLAT_KEYS",
+    "RESERVED_PREFIX",
     "SHADOW_KEY",
     "Passage",
     "Reranked",

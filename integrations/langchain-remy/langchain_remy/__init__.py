@@ -9,6 +9,7 @@
 
 from .compressors import RemyReranker
 from .convert import document_to_hit, hits_to_documents
+from .ingest import metadata_from_remy, metadata_to_remy, to_remy_documents
 from .memory import (
     RemyMemoryRetriever,
     documents_to_langchain,
@@ -17,17 +18,22 @@ from .memory import (
 )
 from .retrievers import RemyRetriever
 from .tools import format_documents, remy_search_tool
+from .vectorstores import RemyVectorStore
 
 __all__ = [
     "RemyMemoryRetriever",
     "RemyReranker",
     "RemyRetriever",
+    "RemyVectorStore",
     "document_to_hit",
     "documents_to_langchain",
     "format_documents",
     "hits_to_documents",
     "memories_to_langchain",
+    "metadata_from_remy",
+    "metadata_to_remy",
     "remy_memory_tool",
     "remy_search_tool",
+    "to_remy_documents",
 ]
 __version__ = "0.1.0"

@@ -13,13 +13,17 @@ EXPECTED = {
     "RemyMemoryRetriever",
     "RemyReranker",
     "RemyRetriever",
+    "RemyVectorStore",
     "document_to_hit",
     "documents_to_langchain",
     "format_documents",
     "hits_to_documents",
     "memories_to_langchain",
+    "metadata_from_remy",
+    "metadata_to_remy",
     "remy_memory_tool",
     "remy_search_tool",
+    "to_remy_documents",
 }
 
 
