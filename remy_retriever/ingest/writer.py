@@ -21,6 +21,7 @@ from ..embeddings import Embedder
 from ..errors import InvalidDocumentError
 from ..options import check_int
 from ..records import DOCUMENT_ID_KEY, ROOT_KEY
+from ..reprs import short_repr
 from ..stores.sync import StoreSync
 from ..validation import as_list, check_storable
 from .files import DEFAULT_MAX_DOCUMENT_BYTES, FileIssue
@@ -201,12 +202,28 @@ def _record_roots(planned: WriteBatch, roots: Mapping[str, str]) -> None:
             meta[ROOT_KEY] = roots[doc_id]
 
 
+#: Converters for the framework documents people pass to add() by mistake.
+_CONVERTERS = {
+    "langchain": "langchain_remy.to_remy_documents(docs)",
+    "llama_index": "llama_index.vector_stores.remy.to_remy_documents(nodes)",
+}
+
+
+def _not_a_document(obj: object) -> str:
+    kind = type(obj)
+    where = f"{kind.__module__}.{kind.__qualname__}"
+    msg = f"add() takes remy_retriever.Document objects, got {where} {short_repr(obj)}"
+    for prefix, converter in _CONVERTERS.items():
+        if kind.__module__.split(".")[0] in (prefix, f"{prefix}_core"):
+            return f"{msg}; convert them first with {converter}"
+    return f"{msg}; build remy_retriever.Document(id=..., text=...) objects"
+
+
 def _check_documents(docs: Sequence[object], max_bytes: int) -> None:
     seen: set[str] = set()
     for doc in docs:
         if not isinstance(doc, Document):
-            msg = f"add() takes Document objects, got {type(doc).__name__} {doc!r:.80}"
-            raise InvalidDocumentError(msg)
+            raise InvalidDocumentError(_not_a_document(doc))
         if doc.id in seen:
             msg = f"document id {doc.id!r} appears twice in one add() call; dedupe first"
             raise InvalidDocumentError(msg)

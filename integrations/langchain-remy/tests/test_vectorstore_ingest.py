@@ -219,3 +219,20 @@ def test_source_ids_stay_usable_for_fragments_and_long_paths(store: RemyVectorSt
         "https://x.io/g#a",
         long_source,
     ]
+
+
+def test_the_core_names_the_converter_for_langchain_documents(
+    tmp_path: Path, embedder: SentenceTransformerEmbedder
+) -> None:
+    """Both classes are called Document: the core's error says which one it got, and
+    how to convert it, and stores nothing."""
+    from remy_retriever import InvalidDocumentError
+
+    r = Retriever(tmp_path / "db", embedder=embedder)
+    with pytest.raises(InvalidDocumentError) as caught:
+        r.add([Document(page_content="install on linux", metadata={"source": "a.md"})])
+    message = str(caught.value)
+    assert "langchain_core.documents.base.Document" in message
+    assert "langchain_remy.to_remy_documents" in message
+    assert r.count() == 0
+    r.close()
