@@ -100,6 +100,19 @@ def test_query_engine_cites_the_files(corpus_index: VectorStoreIndex) -> None:
     assert top.metadata["source"].endswith("install.md")
 
 
+def test_indexing_the_same_folder_twice_does_not_duplicate(
+    corpus_index: VectorStoreIndex, engine: Retriever
+) -> None:
+    chunks, documents = engine.count(), engine.document_ids()
+    assert all("@" in doc_id and doc_id.startswith(str(CORPUS_DIR)) for doc_id in documents)
+    docs = SimpleDirectoryReader(str(CORPUS_DIR)).load_data()
+    again = _index(RemyVectorStore(engine), docs)
+    assert (engine.count(), engine.document_ids()) == (chunks, documents)
+    top = again.as_retriever(similarity_top_k=1).retrieve(INSTALL_QUERY)[0].node
+    assert top.metadata["file_name"] == "install.md"
+    assert top.ref_doc_id in {doc.doc_id for doc in docs}  # the second load replaced the first
+
+
 def test_insert_and_delete_ref_doc_reach_every_mode(
     corpus_index: VectorStoreIndex, engine: Retriever
 ) -> None:

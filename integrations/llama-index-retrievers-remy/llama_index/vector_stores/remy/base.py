@@ -1,9 +1,13 @@
 """:class:`RemyVectorStore`: remy-retriever as a LlamaIndex vector store.
 
-Each node is stored as one remy document whose id is the node id (remy embeds and
-indexes it itself, for dense and BM25 search; a node longer than remy's chunk size is
-split further). The node's ``ref_doc_id`` and its ``PREVIOUS`` / ``NEXT`` node ids are
-kept in the metadata keys ``ref_doc_id``, ``li_prev`` and ``li_next``; metadata follows the
+Each node is stored as one remy document (remy embeds and indexes it itself, for dense
+and BM25 search; a node longer than remy's chunk size is split further). Its remy id is
+the node id, except for a random (UUID) node id with a ``file_path`` / ``file_name`` in its
+metadata, as ``SimpleDirectoryReader`` gives: then it is ``"<file path>@<start_char_idx>"``,
+so loading and indexing the same folder again replaces the nodes instead of adding
+copies (:func:`~.documents.stable_id`). The node id, ``ref_doc_id`` and ``PREVIOUS`` /
+``NEXT`` node ids are kept in the metadata keys ``li_node_id``, ``ref_doc_id``, ``li_prev``
+and ``li_next``, and nodes come back with their LlamaIndex ids; metadata follows the
 rule of :mod:`.documents` (``None`` dropped, dicts flattened to dotted keys, lists
 JSON-encoded and restored).
 """
@@ -13,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
@@ -41,7 +46,7 @@ from llama_index.retrievers.remy.convert import hit_to_node
 from remy_retriever import Document, Embedder, InvalidFilterError, InvalidInputError, Retriever
 from remy_retriever.integration import open_engine
 
-from .documents import JSON_KEYS, flatten_metadata, from_remy_metadata
+from .documents import JSON_KEYS, flatten_metadata, from_remy_metadata, stable_id
 
 __all__ = ["NoEmbedding", "RemyVectorStore", "filters_to_where"]
 
@@ -169,8 +174,13 @@ class RemyVectorStore(BasePydanticVectorStore):
         """Store the nodes (each one remy document with the node's id); returns the ids.
         All are checked before anything is written."""
         documents = [_node_document(node) for node in nodes]
+        seen: set[str] = set()
+        for i, (node, doc) in enumerate(zip(nodes, documents)):
+            if doc.id in seen:  # two nodes at one offset of one file: keep the node id
+                documents[i] = replace(doc, id=node.node_id.replace("#", "%23"))
+            seen.add(documents[i].id)
         self._retriever.add(documents)
-        return [doc.id for doc in documents]
+        return [node.node_id for node in nodes]
 
     async def async_add(self, nodes: Sequence[BaseNode], **kwargs: Any) -> list[str]:
         return await asyncio.to_thread(self.add, nodes, **kwargs)
@@ -191,7 +201,7 @@ class RemyVectorStore(BasePydanticVectorStore):
         **delete_kwargs: Any,
     ) -> None:
         """Delete the given nodes, or those matching ``filters``."""
-        ids = self._ids(node_ids, filters)
+        ids = [] if node_ids is not None and not node_ids else self._ids(node_ids, filters)
         if ids:
             self._retriever.delete(ids)
 
@@ -219,21 +229,27 @@ class RemyVectorStore(BasePydanticVectorStore):
             msg = "give node_ids or filters (or call clear() to delete everything)"
             raise InvalidInputError(msg)
         where = filters_to_where(filters)
-        ids = self._retriever.document_ids(where) if where is not None else None
-        if node_ids is None:
-            return ids or []
-        return [i for i in node_ids if ids is None or i in set(ids)]
+        if node_ids is not None:
+            by_id = {"li_node_id": {"$in": list(node_ids)}}
+            where = by_id if where is None else {"$and": [where, by_id]}
+        return self._retriever.document_ids(where)
 
     def get_nodes(
         self, node_ids: list[str] | None = None, filters: MetadataFilters | None = None
     ) -> list[BaseNode]:
         """The stored nodes (text, metadata, relationships) by id and/or filter."""
+        if node_ids is not None and not node_ids:
+            return []
         if node_ids is None and filters is None:
             ids = self._retriever.document_ids()
         else:
             ids = self._ids(node_ids, filters)
         stored = self._retriever.get_documents(ids)
-        return [_document_node(stored[i].document) for i in ids if i in stored]
+        nodes = [_document_node(stored[i].document) for i in ids if i in stored]
+        if node_ids is not None:
+            order = {node_id: i for i, node_id in enumerate(node_ids)}
+            nodes.sort(key=lambda node: order.get(node.node_id, len(order)))
+        return nodes
 
     async def aget_nodes(
         self, node_ids: list[str] | None = None, filters: MetadataFilters | None = None
@@ -278,7 +294,7 @@ class RemyVectorStore(BasePydanticVectorStore):
         for hit in hits:
             node = hit_to_node(hit).node
             assert isinstance(node, TextNode)
-            nodes.append(_restore(node, hit.citation.document_id, hit.citation.chunk_count))
+            nodes.append(_restore(node, hit.citation.chunk_count))
         return VectorStoreQueryResult(
             nodes=nodes,
             similarities=[hit.score for hit in hits],
@@ -290,6 +306,7 @@ class RemyVectorStore(BasePydanticVectorStore):
 
 
 def _node_document(node: BaseNode) -> Document:
+    start = getattr(node, "start_char_idx", None) if node.ref_doc_id is not None else None
     meta = flatten_metadata(node.metadata, owner=f"node {node.node_id!r}")
     meta["li_node_id"] = node.node_id
     if node.ref_doc_id is not None:
@@ -300,7 +317,7 @@ def _node_document(node: BaseNode) -> Document:
     title = node.metadata.get("title") or node.metadata.get("file_name")
     path = node.metadata.get("file_path")
     return Document(
-        id=node.node_id,
+        id=stable_id(node.node_id, node.metadata, start),
         text=node.get_content(metadata_mode=MetadataMode.NONE),
         title=title if isinstance(title, str) else None,
         path=path if isinstance(path, str) else None,
@@ -327,19 +344,19 @@ def _user_metadata(meta: Mapping[str, Any]) -> dict[str, Any]:
 
 def _document_node(document: Document) -> TextNode:
     return TextNode(
-        id_=document.id,
+        id_=str(document.metadata.get("li_node_id", document.id)),
         text=document.text,
         metadata=_user_metadata(document.metadata),
         relationships=_relationships(document.metadata),
     )
 
 
-def _restore(node: TextNode, node_id: str, chunk_count: int | None) -> TextNode:
+def _restore(node: TextNode, chunk_count: int | None) -> TextNode:
     """A search hit's node with the stored node's id (when remy kept it in one chunk),
     metadata and relationships."""
     own = node.metadata
     node.relationships = _relationships(own)
     node.metadata = _user_metadata(own)
-    if chunk_count == 1:
-        node.id_ = node_id
+    if chunk_count == 1 and isinstance(own.get("li_node_id"), str):
+        node.id_ = own["li_node_id"]
     return node
