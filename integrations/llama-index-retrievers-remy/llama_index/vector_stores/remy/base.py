@@ -245,7 +245,7 @@ class RemyVectorStore(BasePydanticVectorStore):
         else:
             ids = self._ids(node_ids, filters)
         stored = self._retriever.get_documents(ids)
-        nodes = [_document_node(stored[i].document) for i in ids if i in stored]
+        nodes: list[BaseNode] = [_document_node(stored[i].document) for i in ids if i in stored]
         if node_ids is not None:
             order = {node_id: i for i, node_id in enumerate(node_ids)}
             nodes.sort(key=lambda node: order.get(node.node_id, len(order)))
