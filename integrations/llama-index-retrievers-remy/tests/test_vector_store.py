@@ -151,6 +151,10 @@ def test_prev_next_postprocessor_returns_the_real_neighbours(engine: Retriever) 
     assert {n.node.node_id for n in out} == {nodes[0].node_id, nodes[1].node_id, nodes[2].node_id}
     texts = {n.node.node_id: n.node.get_content() for n in out}
     assert texts[nodes[2].node_id] == nodes[2].get_content()
+    source = (CORPUS_DIR / "install.md").read_text(encoding="utf-8")
+    hit = found[0].node
+    assert hit.start_char_idx == middle.start_char_idx
+    assert source[hit.start_char_idx : hit.end_char_idx] == middle.get_content()
 
 
 def _filter(key: str, op: FilterOperator, value: Any) -> MetadataFilters:

@@ -7,7 +7,9 @@ metadata, as ``SimpleDirectoryReader`` gives: then it is ``"<file path>@<start_c
 so loading and indexing the same folder again replaces the nodes instead of adding
 copies (:func:`~.documents.stable_id`). The node id, ``ref_doc_id`` and ``PREVIOUS`` /
 ``NEXT`` node ids are kept in the metadata keys ``li_node_id``, ``ref_doc_id``, ``li_prev``
-and ``li_next``, and nodes come back with their LlamaIndex ids; metadata follows the
+and ``li_next`` (``li_start``: the node's ``start_char_idx``, added to remy's offsets so a
+hit's ``start_char_idx`` / ``end_char_idx`` are offsets in the source document), and nodes
+come back with their LlamaIndex ids; metadata follows the
 rule of :mod:`.documents` (``None`` dropped, dicts flattened to dotted keys, lists
 JSON-encoded and restored).
 """
@@ -67,7 +69,7 @@ _OPERATORS = {
     FilterOperator.NIN: "$nin",
 }
 _CONDITIONS = {FilterCondition.AND: "$and", FilterCondition.OR: "$or"}
-_OWN_KEYS = ("ref_doc_id", "li_prev", "li_next", JSON_KEYS)
+_OWN_KEYS = ("ref_doc_id", "li_prev", "li_next", "li_start", JSON_KEYS)
 
 
 def filters_to_where(filters: MetadataFilters | None) -> dict[str, Any] | None:
@@ -311,6 +313,8 @@ def _node_document(node: BaseNode) -> Document:
     meta["li_node_id"] = node.node_id
     if node.ref_doc_id is not None:
         meta["ref_doc_id"] = node.ref_doc_id
+    if isinstance(start, int):
+        meta["li_start"] = start
     for key, relation in (("li_prev", node.prev_node), ("li_next", node.next_node)):
         if relation is not None:
             meta[key] = relation.node_id
@@ -357,6 +361,10 @@ def _restore(node: TextNode, chunk_count: int | None) -> TextNode:
     own = node.metadata
     node.relationships = _relationships(own)
     node.metadata = _user_metadata(own)
+    offset = own.get("li_start")
+    if isinstance(offset, int) and node.start_char_idx is not None:
+        node.start_char_idx += offset  # remy's offsets are within the node: make them the file's
+        node.end_char_idx = None if node.end_char_idx is None else node.end_char_idx + offset
     if chunk_count == 1 and isinstance(own.get("li_node_id"), str):
         node.id_ = own["li_node_id"]
     return node
