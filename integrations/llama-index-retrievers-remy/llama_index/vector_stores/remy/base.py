@@ -1,0 +1,370 @@
+""":class:`RemyVectorStore`: remy-retriever as a LlamaIndex vector store.
+
+Each node is stored as one remy document (remy embeds and indexes it itself, for dense
+and BM25 search; a node longer than remy's chunk size is split further). Its remy id is
+the node id, except for a random (UUID) node id with a ``file_path`` / ``file_name`` in its
+metadata, as ``SimpleDirectoryReader`` gives: then it is ``"<file path>@<start_char_idx>"``,
+so loading and indexing the same folder again replaces the nodes instead of adding
+copies (:func:`~.documents.stable_id`). The node id, ``ref_doc_id`` and ``PREVIOUS`` /
+``NEXT`` node ids are kept in the metadata keys ``li_node_id``, ``ref_doc_id``, ``li_prev``
+and ``li_next`` (``li_start``: the node's ``start_char_idx``, added to remy's offsets so a
+hit's ``start_char_idx`` / ``end_char_idx`` are offsets in the source document), and nodes
+come back with their LlamaIndex ids; metadata follows the
+rule of :mod:`.documents` (``None`` dropped, dicts flattened to dotted keys, lists
+JSON-encoded and restored).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+from llama_index.core.base.embeddings.base import BaseEmbedding
+from llama_index.core.bridge.pydantic import PrivateAttr
+from llama_index.core.schema import (
+    BaseNode,
+    MetadataMode,
+    NodeRelationship,
+    ObjectType,
+    RelatedNodeInfo,
+    RelatedNodeType,
+    TextNode,
+)
+from llama_index.core.storage.docstore import SimpleDocumentStore
+from llama_index.core.vector_stores.types import (
+    BasePydanticVectorStore,
+    FilterCondition,
+    FilterOperator,
+    MetadataFilters,
+    VectorStoreQuery,
+    VectorStoreQueryMode,
+    VectorStoreQueryResult,
+)
+from llama_index.retrievers.remy.convert import hit_to_node
+
+from remy_retriever import Document, Embedder, InvalidFilterError, InvalidInputError, Retriever
+from remy_retriever.integration import open_engine
+
+from .documents import JSON_KEYS, flatten_metadata, from_remy_metadata, stable_id
+
+__all__ = ["NoEmbedding", "RemyVectorStore", "filters_to_where"]
+
+_MODES = {
+    VectorStoreQueryMode.DEFAULT: "semantic",
+    VectorStoreQueryMode.SPARSE: "lexical",
+    VectorStoreQueryMode.TEXT_SEARCH: "lexical",
+    VectorStoreQueryMode.HYBRID: "hybrid",
+}
+_OPERATORS = {
+    FilterOperator.EQ: "$eq",
+    FilterOperator.NE: "$ne",
+    FilterOperator.GT: "$gt",
+    FilterOperator.GTE: "$gte",
+    FilterOperator.LT: "$lt",
+    FilterOperator.LTE: "$lte",
+    FilterOperator.IN: "$in",
+    FilterOperator.NIN: "$nin",
+}
+_CONDITIONS = {FilterCondition.AND: "$and", FilterCondition.OR: "$or"}
+_OWN_KEYS = ("ref_doc_id", "li_prev", "li_next", "li_start", JSON_KEYS)
+
+
+def filters_to_where(filters: MetadataFilters | None) -> dict[str, Any] | None:
+    """LlamaIndex ``MetadataFilters`` as a remy ``where``. EQ, NE, GT, GTE, LT, LTE, IN
+    and NIN, combined with AND / OR (nested too), have an equivalent; any other operator
+    or condition raises :class:`~remy_retriever.InvalidFilterError`."""
+    if filters is None:
+        return None
+    parts: list[dict[str, Any]] = []
+    for item in filters.filters:
+        if isinstance(item, MetadataFilters):
+            inner = filters_to_where(item)
+            if inner is not None:
+                parts.append(inner)
+            continue
+        op = _OPERATORS.get(FilterOperator(item.operator))
+        if op is None:
+            msg = (
+                f"metadata filter on {item.key!r} uses operator {item.operator!s}, which remy "
+                f"cannot run; use one of {', '.join(o.name for o in _OPERATORS)}"
+            )
+            raise InvalidFilterError(msg)
+        value = list(item.value) if isinstance(item.value, (list, tuple)) else item.value
+        parts.append({item.key: {op: value}})
+    if not parts:
+        return None
+    if len(parts) == 1:
+        return parts[0]
+    condition = _CONDITIONS.get(FilterCondition(filters.condition or FilterCondition.AND))
+    if condition is None:
+        msg = f"metadata filters use condition {filters.condition!s}; remy supports AND and OR"
+        raise InvalidFilterError(msg)
+    return {condition: parts}
+
+
+class NoEmbedding(BaseEmbedding):
+    """An embed model for indexes over :class:`RemyVectorStore`: remy embeds the text with
+    its own embedder, so the index's embeddings are never used. This one costs nothing
+    (a one-number vector) and needs no API key."""
+
+    def _get_query_embedding(self, query: str) -> list[float]:
+        return [0.0]
+
+    async def _aget_query_embedding(self, query: str) -> list[float]:
+        return [0.0]
+
+    def _get_text_embedding(self, text: str) -> list[float]:
+        return [0.0]
+
+
+class RemyVectorStore(BasePydanticVectorStore):
+    """A LlamaIndex vector store on a remy :class:`~remy_retriever.Retriever`.
+
+    Query modes: ``DEFAULT`` -> remy's semantic search, ``SPARSE`` and ``TEXT_SEARCH`` ->
+    lexical (BM25), ``HYBRID`` -> hybrid with ``alpha`` passed on when given. The query text
+    is what is searched (remy embeds it), so pass ``embed_model=NoEmbedding()`` to the
+    index. ``MetadataFilters`` become a ``where`` (:func:`filters_to_where`).
+
+    Usage:
+        >>> store = RemyVectorStore(path="./remy_data", collection="docs")
+        >>> index = VectorStoreIndex.from_documents(
+        ...     docs, storage_context=StorageContext.from_defaults(vector_store=store),
+        ...     embed_model=NoEmbedding())
+        >>> nodes = index.as_retriever(vector_store_query_mode="hybrid").retrieve("install")
+    """
+
+    stores_text: bool = True
+    is_embedding_query: bool = False
+    flat_metadata: bool = False
+    _retriever: Retriever = PrivateAttr()
+
+    def __init__(
+        self,
+        retriever: Retriever | None = None,
+        *,
+        path: str | os.PathLike[str] | None = None,
+        client: Any = None,
+        collection: str | None = None,
+        embedder: Embedder | str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self._retriever, _ = open_engine(
+            retriever,
+            owner="RemyVectorStore",
+            path=path,
+            client=client,
+            collection=collection,
+            embedder=embedder,
+        )
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "RemyVectorStore"
+
+    @property
+    def client(self) -> Retriever:
+        """The remy engine."""
+        return self._retriever
+
+    # -- writing ----------------------------------------------------------------------
+
+    def add(self, nodes: Sequence[BaseNode], **add_kwargs: Any) -> list[str]:
+        """Store the nodes (each one remy document with the node's id); returns the ids.
+        All are checked before anything is written."""
+        documents = [_node_document(node) for node in nodes]
+        seen: set[str] = set()
+        for i, (node, doc) in enumerate(zip(nodes, documents)):
+            if doc.id in seen:  # two nodes at one offset of one file: keep the node id
+                documents[i] = replace(doc, id=node.node_id.replace("#", "%23"))
+            seen.add(documents[i].id)
+        self._retriever.add(documents)
+        return [node.node_id for node in nodes]
+
+    async def async_add(self, nodes: Sequence[BaseNode], **kwargs: Any) -> list[str]:
+        return await asyncio.to_thread(self.add, nodes, **kwargs)
+
+    def delete(self, ref_doc_id: str, **delete_kwargs: Any) -> None:
+        """Delete every node of the source document ``ref_doc_id`` from all modes."""
+        ids = self._retriever.document_ids({"ref_doc_id": ref_doc_id})
+        if ids:
+            self._retriever.delete(ids)
+
+    async def adelete(self, ref_doc_id: str, **delete_kwargs: Any) -> None:
+        await asyncio.to_thread(self.delete, ref_doc_id)
+
+    def delete_nodes(
+        self,
+        node_ids: list[str] | None = None,
+        filters: MetadataFilters | None = None,
+        **delete_kwargs: Any,
+    ) -> None:
+        """Delete the given nodes, or those matching ``filters``."""
+        ids = [] if node_ids is not None and not node_ids else self._ids(node_ids, filters)
+        if ids:
+            self._retriever.delete(ids)
+
+    async def adelete_nodes(
+        self,
+        node_ids: list[str] | None = None,
+        filters: MetadataFilters | None = None,
+        **delete_kwargs: Any,
+    ) -> None:
+        await asyncio.to_thread(self.delete_nodes, node_ids, filters)
+
+    def clear(self) -> None:
+        """Delete every node."""
+        ids = self._retriever.document_ids()
+        if ids:
+            self._retriever.delete(ids)
+
+    async def aclear(self) -> None:
+        await asyncio.to_thread(self.clear)
+
+    # -- reading ----------------------------------------------------------------------
+
+    def _ids(self, node_ids: list[str] | None, filters: MetadataFilters | None) -> list[str]:
+        if node_ids is None and filters is None:
+            msg = "give node_ids or filters (or call clear() to delete everything)"
+            raise InvalidInputError(msg)
+        where = filters_to_where(filters)
+        if node_ids is not None:
+            by_id = {"li_node_id": {"$in": list(node_ids)}}
+            where = by_id if where is None else {"$and": [where, by_id]}
+        return self._retriever.document_ids(where)
+
+    def get_nodes(
+        self, node_ids: list[str] | None = None, filters: MetadataFilters | None = None
+    ) -> list[BaseNode]:
+        """The stored nodes (text, metadata, relationships) by id and/or filter."""
+        if node_ids is not None and not node_ids:
+            return []
+        if node_ids is None and filters is None:
+            ids = self._retriever.document_ids()
+        else:
+            ids = self._ids(node_ids, filters)
+        stored = self._retriever.get_documents(ids)
+        nodes: list[BaseNode] = [_document_node(stored[i].document) for i in ids if i in stored]
+        if node_ids is not None:
+            order = {node_id: i for i, node_id in enumerate(node_ids)}
+            nodes.sort(key=lambda node: order.get(node.node_id, len(order)))
+        return nodes
+
+    async def aget_nodes(
+        self, node_ids: list[str] | None = None, filters: MetadataFilters | None = None
+    ) -> list[BaseNode]:
+        return await asyncio.to_thread(self.get_nodes, node_ids, filters)
+
+    def docstore(self) -> SimpleDocumentStore:
+        """A docstore holding every stored node with its ``PREVIOUS`` / ``NEXT``
+        relationships: give it to ``PrevNextNodePostprocessor(docstore=...)``."""
+        docstore = SimpleDocumentStore()
+        docstore.add_documents(self.get_nodes())
+        return docstore
+
+    def query(self, query: VectorStoreQuery, **kwargs: Any) -> VectorStoreQueryResult:
+        """Search with the query text in the mode's remy mode (see the class docstring)."""
+        mode = _MODES.get(query.mode)
+        if mode is None:
+            msg = (
+                f"query mode {query.mode.value!r} has no remy equivalent; use default, "
+                "sparse, text_search or hybrid"
+            )
+            raise InvalidInputError(msg)
+        if not query.query_str:
+            msg = "RemyVectorStore searches text: the query needs query_str (remy embeds it)"
+            raise InvalidInputError(msg)
+        options: dict[str, Any] = {"mode": mode, "k": query.similarity_top_k}
+        if mode == "hybrid" and query.alpha is not None:
+            options["alpha"] = query.alpha
+            options["fusion"] = "convex"
+        where = filters_to_where(query.filters)
+        if where is not None:
+            options["where"] = where
+        if query.node_ids:
+            node_filter = {"$in": list(query.node_ids)}
+            options["where"] = (
+                {"$and": [where, {"li_node_id": node_filter}]}
+                if where
+                else {"li_node_id": node_filter}
+            )
+        hits = self._retriever.search(query.query_str, **options)
+        nodes: list[BaseNode] = []
+        for hit in hits:
+            node = hit_to_node(hit).node
+            assert isinstance(node, TextNode)
+            nodes.append(_restore(node, hit.citation.chunk_count))
+        return VectorStoreQueryResult(
+            nodes=nodes,
+            similarities=[hit.score for hit in hits],
+            ids=[node.node_id for node in nodes],
+        )
+
+    async def aquery(self, query: VectorStoreQuery, **kwargs: Any) -> VectorStoreQueryResult:
+        return await asyncio.to_thread(self.query, query, **kwargs)
+
+
+def _node_document(node: BaseNode) -> Document:
+    start = getattr(node, "start_char_idx", None) if node.ref_doc_id is not None else None
+    meta = flatten_metadata(node.metadata, owner=f"node {node.node_id!r}")
+    meta["li_node_id"] = node.node_id
+    if node.ref_doc_id is not None:
+        meta["ref_doc_id"] = node.ref_doc_id
+    if isinstance(start, int):
+        meta["li_start"] = start
+    for key, relation in (("li_prev", node.prev_node), ("li_next", node.next_node)):
+        if relation is not None:
+            meta[key] = relation.node_id
+    title = node.metadata.get("title") or node.metadata.get("file_name")
+    path = node.metadata.get("file_path")
+    return Document(
+        id=stable_id(node.node_id, node.metadata, start),
+        text=node.get_content(metadata_mode=MetadataMode.NONE),
+        title=title if isinstance(title, str) else None,
+        path=path if isinstance(path, str) else None,
+        metadata=meta,
+    )
+
+
+def _relationships(meta: Mapping[str, Any]) -> dict[NodeRelationship, RelatedNodeType]:
+    out: dict[NodeRelationship, RelatedNodeType] = {}
+    if isinstance(meta.get("ref_doc_id"), str):
+        out[NodeRelationship.SOURCE] = RelatedNodeInfo(
+            node_id=meta["ref_doc_id"], node_type=ObjectType.DOCUMENT
+        )
+    for key, rel in (("li_prev", NodeRelationship.PREVIOUS), ("li_next", NodeRelationship.NEXT)):
+        if isinstance(meta.get(key), str):
+            out[rel] = RelatedNodeInfo(node_id=meta[key], node_type=ObjectType.TEXT)
+    return out
+
+
+def _user_metadata(meta: Mapping[str, Any]) -> dict[str, Any]:
+    restored = from_remy_metadata(meta)
+    return {k: v for k, v in restored.items() if k not in (*_OWN_KEYS, "li_node_id")}
+
+
+def _document_node(document: Document) -> TextNode:
+    return TextNode(
+        id_=str(document.metadata.get("li_node_id", document.id)),
+        text=document.text,
+        metadata=_user_metadata(document.metadata),
+        relationships=_relationships(document.metadata),
+    )
+
+
+def _restore(node: TextNode, chunk_count: int | None) -> TextNode:
+    """A search hit's node with the stored node's id (when remy kept it in one chunk),
+    metadata and relationships."""
+    own = node.metadata
+    node.relationships = _relationships(own)
+    node.metadata = _user_metadata(own)
+    offset = own.get("li_start")
+    if isinstance(offset, int) and node.start_char_idx is not None:
+        node.start_char_idx += offset  # remy's offsets are within the node: make them the file's
+        node.end_char_idx = None if node.end_char_idx is None else node.end_char_idx + offset
+    if chunk_count == 1 and isinstance(own.get("li_node_id"), str):
+        node.id_ = own["li_node_id"]
+    return node
