@@ -86,3 +86,21 @@ def test_unstorable_values_and_foreign_objects_are_refused() -> None:
         to_remy_documents([LIDocument(text="t", metadata={"x": object()})])
     with pytest.raises(InvalidDocumentError, match="builtins.str"):
         to_remy_documents(["plain text"])  # type: ignore[list-item]
+
+
+def test_the_core_names_the_converter_for_llama_index_nodes(tmp_path: Path) -> None:
+    """The core's error for a LlamaIndex object says which class it got and which
+    converter to use, and stores nothing."""
+    from llama_index.core.schema import TextNode
+
+    from remy_retriever import InvalidDocumentError, Retriever
+    from remy_retriever.embeddings import SentenceTransformerEmbedder
+
+    r = Retriever(tmp_path / "db", embedder=SentenceTransformerEmbedder())
+    with pytest.raises(InvalidDocumentError) as caught:
+        r.add([TextNode(text="install on linux")])
+    message = str(caught.value)
+    assert "llama_index.core.schema.TextNode" in message
+    assert "llama_index.vector_stores.remy.to_remy_documents" in message
+    assert r.count() == 0
+    r.close()
