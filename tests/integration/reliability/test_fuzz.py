@@ -446,9 +446,20 @@ def test_cli_ingest_rejects_bad_files_and_stores_nothing(
     folder.mkdir()
     (folder / "ok.md").write_text("# OK\n\nfine")
     (folder / "bad.md").write_bytes(b"\xff\xfe\xfa not utf-8")
+    # The fuzz store records a custom embedder: the CLI refuses it (a store never
+    # chooses code to run) and changes nothing.
     code, _, err = _cli(["ingest", str(folder / "bad.md"), "--db", db, "--collection", "fuzz"])
-    assert code == 2 and "bad.md" in err and "UTF-8" in err, err
+    assert code == 2 and "--embedder" in err, err
     assert snapshot(store) == baseline
+    # A store of the default model: the bad file is refused by name, nothing is stored.
+    fresh = tmp_path / "fresh"
+    code, _, err = _cli(["ingest", str(folder / "bad.md"), "--db", str(fresh)])
+    assert code == 2 and "bad.md" in err and "UTF-8" in err, err
+    try:
+        with Retriever(fresh, create=False) as reopened:
+            assert reopened.count() == 0
+    except RemyError:
+        pass  # nothing was created at all
     code, _, err = _cli(["search", "x", "--db", str(tmp_path / "nowhere"), "--collection", "zzz"])
     assert code == 2 and "does not exist" in err
 
