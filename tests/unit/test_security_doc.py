@@ -9,6 +9,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "SECURITY.md"
 TESTS = ROOT / "tests"
+#: Where tests live: the core's and each adapter package's.
+TEST_ROOTS = [TESTS, *sorted(ROOT.glob("integrations/*/tests"))]
 
 #: Bullets that give advice or state a limitation rather than a guarantee.
 ADVICE = {"Not an access-control system.", "Chroma's own files."}
@@ -19,7 +21,7 @@ _TEST_FILE = re.compile(r"\b((?:[a-z_]+/)*test_[a-z0-9_]+\.py)\b")
 
 def _defined_tests() -> set[str]:
     names: set[str] = set()
-    for path in TESTS.rglob("*.py"):
+    for path in (p for root in TEST_ROOTS for p in root.rglob("*.py")):
         names.update(re.findall(r"^\s*(?:async\s+)?def (test_\w+)", path.read_text(), re.M))
     return names
 
@@ -42,8 +44,13 @@ def test_every_test_named_in_security_md_exists() -> None:
     missing = sorted(named - _defined_tests())
     assert missing == [], f"SECURITY.md names tests that do not exist: {missing}"
     for file in sorted(files):
-        hits = [p for p in TESTS.rglob(Path(file).name) if p.as_posix().endswith(file)]
-        assert hits, f"SECURITY.md names {file}, which is not under tests/"
+        hits = [
+            p
+            for root in TEST_ROOTS
+            for p in root.rglob(Path(file).name)
+            if p.as_posix().endswith(file)
+        ]
+        assert hits, f"SECURITY.md names {file}, which is under no test directory"
 
 
 def test_every_guarantee_names_a_test() -> None:
