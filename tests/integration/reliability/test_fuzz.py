@@ -8,7 +8,6 @@ import contextlib
 import io
 import json
 import math
-import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
@@ -16,6 +15,7 @@ from typing import Any, TypeVar
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from remy_fuzz_values import bounded
 from remy_reliability_support import MODES, TokenHashEmbedder, check_whole_documents, snapshot
 
 from remy_retriever import (
@@ -31,7 +31,6 @@ from remy_retriever.cli import main as cli_main
 from remy_retriever.text.analysis import MAX_QUERY_TERMS, analyze_query
 
 T = TypeVar("T")
-CALL_BOUND_S = 60.0  # a hang detector, not a performance bound
 FUZZ = settings(
     max_examples=60,
     deadline=None,
@@ -39,26 +38,6 @@ FUZZ = settings(
 )
 
 # -- helpers ------------------------------------------------------------------------------
-
-
-def bounded(fn: Callable[[], T], seconds: float = CALL_BOUND_S) -> T:
-    """Run ``fn`` in a thread; fail the test if it has not returned within ``seconds``."""
-    box: dict[str, Any] = {}
-
-    def target() -> None:
-        try:
-            box["value"] = fn()
-        except BaseException as exc:
-            box["error"] = exc
-
-    thread = threading.Thread(target=target, daemon=True)
-    thread.start()
-    thread.join(seconds)
-    if thread.is_alive():
-        pytest.fail(f"call did not return within {seconds:g} s (hang)")
-    if "error" in box:
-        raise box["error"]
-    return box["value"]  # type: ignore[no-any-return]
 
 
 def works_or_remy_error(fn: Callable[[], T]) -> T | RemyError:
