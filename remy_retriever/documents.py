@@ -60,6 +60,13 @@ class Document:
     starts, so ``pages[0] == 0``, strictly increasing, none past ``len(text)``. Each
     chunk's citation then carries its 1-based ``page`` (and ``page_end`` when the chunk
     runs onto a later page).
+
+    ``chunk_spans``: for text that is already split (a framework splitter's output), the
+    ``(start, end)`` character range of each chunk in ``text``, in order. remy's chunker
+    then does not run: each span becomes one chunk (its surrounding whitespace trimmed),
+    with ``title`` as its heading path. Spans may overlap (splitter overlap) but start in
+    non-decreasing order, and none may be blank. A span longer than the embedder's input
+    is embedded from its start only (the model truncates); BM25 indexes all of it.
     """
 
     id: str
@@ -71,6 +78,7 @@ class Document:
     summary: str | None = None
     metadata: Mapping[str, MetadataValue] = field(default_factory=dict)
     pages: tuple[int, ...] | None = None
+    chunk_spans: tuple[tuple[int, int], ...] | None = None
 
     def __post_init__(self) -> None:
         validate_document_id(self.id)
@@ -124,6 +132,10 @@ class Document:
             raise InvalidDocumentError(msg)
         if self.pages is not None:
             object.__setattr__(self, "pages", _checked_pages(self.id, self.pages, len(self.text)))
+        if self.chunk_spans is not None:
+            object.__setattr__(
+                self, "chunk_spans", _checked_spans(self.id, self.chunk_spans, self.text)
+            )
 
     @property
     def content_hash(self) -> str:
@@ -139,6 +151,9 @@ class Document:
             )
         if self.pages is not None:  # only then: documents without pages keep their hash
             h.update(b"\x1cpages:" + ",".join(map(str, self.pages)).encode("ascii"))
+        if self.chunk_spans is not None:  # likewise: chunked documents keep their hash
+            spans = ",".join(f"{a}-{b}" for a, b in self.chunk_spans)
+            h.update(b"\x1cspans:" + spans.encode("ascii"))
         return h.hexdigest()
 
     def page_span(self, start: int, end: int) -> tuple[int | None, int | None]:
@@ -188,6 +203,41 @@ def _checked_pages(doc_id: str, pages: object, text_len: int) -> tuple[int, ...]
         msg = f"Document {doc_id!r}: pages[{index}] = {short_repr(offset)} {problem}; {rule}"
         raise InvalidDocumentError(msg)
     return tuple(pages)
+
+
+def _checked_spans(doc_id: str, spans: object, text: str) -> tuple[tuple[int, int], ...]:
+    """``chunk_spans`` as a tuple of int pairs, or InvalidDocumentError naming the value."""
+    rule = (
+        "chunk_spans must be (start, end) int pairs with 0 <= start < end <= len(text) = "
+        f"{len(text):,}, starts in non-decreasing order, none blank; pass None to let remy "
+        "chunk the text"
+    )
+    if not isinstance(spans, (tuple, list)) or not spans:
+        msg = f"Document {doc_id!r}: chunk_spans = {short_repr(spans)} is not a list; {rule}"
+        raise InvalidDocumentError(msg)
+    out: list[tuple[int, int]] = []
+    previous = 0
+    for index, span in enumerate(spans):
+        pair = tuple(span) if isinstance(span, (tuple, list)) else None
+        if pair is None or len(pair) != 2 or not all(_is_int(v) for v in pair):
+            problem = "is not a pair of ints"
+        elif not 0 <= pair[0] < pair[1] <= len(text):
+            problem = "is outside the text or empty"
+        elif pair[0] < previous:
+            problem = f"starts before the span before it (at {previous})"
+        elif not text[pair[0] : pair[1]].strip():
+            problem = "holds only whitespace"
+        else:
+            previous = pair[0]
+            out.append((pair[0], pair[1]))
+            continue
+        msg = f"Document {doc_id!r}: chunk_spans[{index}] = {short_repr(span)} {problem}; {rule}"
+        raise InvalidDocumentError(msg)
+    return tuple(out)
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def metadata_limit_error(

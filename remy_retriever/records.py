@@ -112,6 +112,8 @@ _CREATED, _UPDATED, _SUMMARY = "remy_created", "remy_updated", "remy_summary"
 #: A chunk's 1-based page and last page (only when it spans pages); a document's page
 #: starts (document table). Set only for documents with ``pages``.
 _PAGE, _PAGE_END, _PAGES = "remy_page", "remy_page_end", "remy_pages"
+#: A pre-split document's chunk spans (document table), flat: start, end, start, end...
+_SPANS = "remy_chunk_spans"
 #: Reserved keys that stay flat in chunk records: the ones remy filters on in Chroma.
 _FLAT_KEYS = frozenset({DOCUMENT_ID_KEY, UPDATED_MS_KEY, TEXT_KEY, ROOT_KEY})
 #: The int range metadata can hold (Chroma and tantivy store 64-bit ints).
@@ -177,6 +179,8 @@ class DocumentFields(Protocol):
     def metadata(self) -> Mapping[str, Any]: ...
     @property
     def pages(self) -> tuple[int, ...] | None: ...
+    @property
+    def chunk_spans(self) -> tuple[tuple[int, int], ...] | None: ...
 
 
 class ChunkFields(Protocol):
@@ -257,6 +261,8 @@ def document_metadata(
     meta.update(_citation_fields(doc, summary=True))
     if doc.pages is not None:
         meta[_PAGES] = list(doc.pages)
+    if doc.chunk_spans is not None:
+        meta[_SPANS] = [offset for span in doc.chunk_spans for offset in span]
     meta[_DOC_HASH] = doc_hash
     meta[_N_CHUNKS] = n_chunks
     meta[_CREATED] = created
@@ -310,9 +316,15 @@ def chunk_state(cid: str, meta: Mapping[str, Any]) -> ChunkState:
 def document_fields(meta: Mapping[str, Any]) -> dict[str, Any]:
     """The :class:`~remy_retriever.Document` fields (other than id and text) and the
     bookkeeping of a document-table record: ``title``, ``url``, ``path``, ``type``,
-    ``summary``, ``metadata`` (the user's), ``pages``, ``doc_hash``, ``created_at``,
-    ``updated_at`` and ``chunk_count``."""
+    ``summary``, ``metadata`` (the user's), ``pages``, ``chunk_spans``, ``doc_hash``,
+    ``created_at``, ``updated_at`` and ``chunk_count``."""
     pages = meta.get(_PAGES)
+    flat = meta.get(_SPANS)
+    spans = (
+        tuple(zip(flat[::2], flat[1::2]))
+        if isinstance(flat, list) and flat and len(flat) % 2 == 0
+        else None
+    )
     return {
         "title": meta.get(_TITLE),
         "url": meta.get(_URL),
@@ -321,6 +333,7 @@ def document_fields(meta: Mapping[str, Any]) -> dict[str, Any]:
         "summary": meta.get(_SUMMARY),
         "metadata": user_metadata(meta),
         "pages": tuple(pages) if isinstance(pages, list) else None,
+        "chunk_spans": spans,
         "doc_hash": meta.get(_DOC_HASH),
         "created_at": str(meta.get(_CREATED, "")),
         "updated_at": str(meta.get(_UPDATED, "")),

@@ -37,8 +37,8 @@ def check_storable(doc: Document) -> None:
             _check_text(doc, name, value)
     # Document checked types and limits when it was made, but its metadata mapping may
     # have changed since: check again (on a copy without the text, which is cheap; its
-    # pages, a tuple checked when the Document was made, go with the text).
-    dataclasses.replace(doc, text="", pages=None)
+    # pages and chunk spans, tuples checked when the Document was made, go with the text).
+    dataclasses.replace(doc, text="", pages=None, chunk_spans=None)
     for key, value in doc.metadata.items():
         _check_text(doc, f"metadata key {short_repr(key)}", key)
         if key.startswith("#") or key in _CHROMA_RESERVED_KEYS:

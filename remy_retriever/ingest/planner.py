@@ -31,7 +31,7 @@ from ..records import (
 )
 from ..stores.dense import DenseStore
 from ..stores.documents import DocumentTable
-from ..text.chunking import chunk_text
+from ..text.chunking import chunk_text, chunks_from_spans
 
 __all__ = ["ExistingDocument", "WriteBatch", "existing_documents", "plan_batch"]
 
@@ -121,13 +121,16 @@ def plan_batch(
         if old is not None and old.doc_hash == doc_hash and old.complete:
             unchanged.append(doc.id)
             continue
-        chunks = chunk_text(
-            doc.id,
-            doc.text,
-            title=doc.title,
-            max_tokens=max_tokens,
-            count_tokens=getattr(embedder, "count_tokens", None),
-        )
+        if doc.chunk_spans is not None:  # already split by the caller (a framework)
+            chunks = chunks_from_spans(doc.id, doc.text, doc.chunk_spans, title=doc.title)
+        else:
+            chunks = chunk_text(
+                doc.id,
+                doc.text,
+                title=doc.title,
+                max_tokens=max_tokens,
+                count_tokens=getattr(embedder, "count_tokens", None),
+            )
         plans.append((doc, chunks, doc_hash, old))
     if not plans:
         return None, unchanged

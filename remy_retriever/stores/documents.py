@@ -133,6 +133,7 @@ class DocumentTable:
                     summary=fields["summary"],
                     metadata=fields["metadata"],
                     pages=fields["pages"],
+                    chunk_spans=fields["chunk_spans"],
                 ),
                 created_at=fields["created_at"],
                 updated_at=fields["updated_at"],

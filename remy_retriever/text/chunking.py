@@ -182,6 +182,22 @@ def chunk_text(
     ]
 
 
+def chunks_from_spans(
+    document_id: str, text: str, spans: tuple[tuple[int, int], ...], *, title: str | None = None
+) -> list[Chunk]:
+    """One chunk per ``(start, end)`` span of already split text (``Document.chunk_spans``,
+    checked there), its surrounding whitespace trimmed, with ``title`` as its heading path.
+    No token budget applies: the split is the caller's."""
+    path = (title.strip(),) if title and title.strip() else ()
+    out: list[Chunk] = []
+    for position, (start, end) in enumerate(spans):
+        piece = text[start:end]
+        lead = len(piece) - len(piece.lstrip())
+        trail = len(piece) - len(piece.rstrip())
+        out.append(Chunk(document_id, position, piece.strip(), start + lead, end - trail, path))
+    return out
+
+
 class _Chunker:
     """The counting and packing for one document (see the module docstring)."""
 
