@@ -16,19 +16,26 @@ Every change is recorded in one more key, ``lc_encoding`` (JSON), which
 :func:`metadata_from_remy` reads to give the loader's metadata back exactly (a ``str()``
 value comes back as the string). Nothing raises and nothing is dropped without a record.
 
-**Ids.** ``doc.id`` when set; else, when ``metadata["source"]`` is known,
-``"<source>@<start_index>"`` (splitter output with ``add_start_index=True``) or
-``"<source>@<n>"`` (the n-th document of that source in the call, 0-based; ``%``,
-``#`` and NUL in the source are %-escaped, a source over 480 characters is cut and
-suffixed with its hash), so adding
-the same files again replaces instead of duplicating; else a random id.
+**Ids.** ``doc.id`` when set; else, when ``metadata["source"]`` is known, the source
+for a group of pre-split pieces (below), ``"<source>@<start_index>"`` for an ungrouped
+piece, or ``"<source>@<n>"`` (the n-th document of that source in the call, 0-based).
+``%``, ``#`` and NUL in the source are %-escaped and a source over 480 characters is
+cut and suffixed with its hash. So adding the same files again replaces instead of
+duplicating. Without a source: a random id.
 
-**Pre-split chunks.** remy's core stores whole documents and chunks them itself; it has
-no way to take chunks of one source document from outside. Each LangChain Document
-becomes its own remy document, with ``path = metadata["source"]`` so its citation
-names the source file, and ``start_index`` kept in its metadata. remy's chunker still
-runs on each piece, so a piece holding markdown headings may become several remy chunks
-(their offsets are relative to the piece, not the file).
+**Pre-split chunks.** Splitter output made with ``add_start_index=True`` carries
+``metadata["start_index"]``, its offset in the source file. Such pieces are never
+re-chunked by remy. By default (no ``ids``), the pieces of one ``source`` that share
+their other metadata become ONE remy document: its text is the source rebuilt from the
+pieces at their offsets (a gap the splitter dropped, whitespace in practice, becomes
+newlines, so offsets stay those of the file), and each piece is one of its chunks
+(``Document.chunk_spans``), in order. Its id is the source (``"<source>@<k>"`` for the
+k-th group when one source has pieces with different metadata, e.g. one group per PDF
+page), so citations name the file, hits' offsets are the file's and neighbours are the
+pieces around a hit. Pieces whose overlaps disagree, and every piece when ``ids`` are
+given or ``group=False`` (what :class:`~langchain_remy.RemyVectorStore` does, to keep one
+stored document per LangChain Document), stay one remy document each, stored as one
+chunk. Pieces without ``start_index`` are ordinary documents: remy chunks them.
 """
 
 from __future__ import annotations
@@ -163,22 +170,98 @@ def _id_for(doc: LCDocument, given: str | None, seen: dict[str, int]) -> str:
     return _source_id(source, position)
 
 
-def _source_id(source: str, n: int) -> str:
+def _source_id(source: str, n: int | None) -> str:
     # "#" separates chunk ids in remy and NUL is refused: escape both; hash a long path.
     base = source.replace("%", "%25").replace("#", "%23").replace("\x00", "%00")
     if len(base) > _MAX_SOURCE_LEN:
         digest = hashlib.blake2b(source.encode("utf-8", "surrogatepass"), digest_size=8)
         base = f"{base[: _MAX_SOURCE_LEN - 17]}~{digest.hexdigest()}"
-    return f"{base}@{n}"
+    return base if n is None else f"{base}@{n}"
+
+
+def _start(doc: LCDocument) -> int | None:
+    start = doc.metadata.get("start_index")
+    if isinstance(start, int) and not isinstance(start, bool) and start >= 0:
+        return start
+    return None
+
+
+def _whole_span(text: str) -> tuple[tuple[int, int], ...] | None:
+    """One chunk of the whole piece (not re-chunked), or None for a blank piece."""
+    return ((0, len(text)),) if text.strip() else None
+
+
+def _rebuilt(pieces: list[tuple[int, str]]) -> tuple[str, tuple[tuple[int, int], ...]] | None:
+    """The source text rebuilt from ``(offset, text)`` pieces, and each piece's span; None
+    when two pieces disagree where they overlap."""
+    pieces = sorted((p for p in pieces if p[1].strip()), key=lambda p: p[0])
+    if not pieces:
+        return None
+    chars: list[str | None] = [None] * max(start + len(text) for start, text in pieces)
+    for start, text in pieces:
+        for i, ch in enumerate(text, start):
+            if chars[i] is not None and chars[i] != ch:
+                return None
+            chars[i] = ch
+    rebuilt = "".join("\n" if ch is None else ch for ch in chars)
+    return rebuilt, tuple((start, start + len(text)) for start, text in pieces)
+
+
+def _grouped(
+    documents: list[LCDocument],
+) -> tuple[list[Document], list[LCDocument]]:
+    """Pre-split pieces (no id, a source and a start_index) gathered into one remy
+    document per source and metadata; returns them and the documents left over."""
+    groups: dict[tuple[str, str], list[LCDocument]] = {}
+    rest: list[LCDocument] = []
+    for doc in documents:
+        source, start = _source(doc), _start(doc)
+        if doc.id or source is None or start is None:
+            rest.append(doc)
+            continue
+        others = {k: v for k, v in doc.metadata.items() if k != "start_index"}
+        key = json.dumps(metadata_to_remy(others), sort_keys=True)
+        groups.setdefault((source, key), []).append(doc)
+    per_source: dict[str, int] = {}
+    for source, _ in groups:
+        per_source[source] = per_source.get(source, 0) + 1
+    out: list[Document] = []
+    ordinal: dict[str, int] = {}
+    for (source, key), pieces in groups.items():
+        rebuilt = _rebuilt([(_start(p) or 0, p.page_content) for p in pieces])
+        if rebuilt is None:
+            rest.extend(pieces)
+            continue
+        k = ordinal.get(source, 0)
+        ordinal[source] = k + 1
+        doc_id = _source_id(source, k) if per_source[source] > 1 else _source_id(source, None)
+        text, spans = rebuilt
+        out.append(
+            Document(
+                id=doc_id,
+                text=text,
+                title=_title(pieces[0]),
+                path=source,
+                metadata=json.loads(key),
+                chunk_spans=spans,
+            )
+        )
+    return out, rest
 
 
 def to_remy_documents(
-    docs: Iterable[LCDocument], *, ids: Iterable[str | None] | None = None
+    docs: Iterable[LCDocument],
+    *,
+    ids: Iterable[str | None] | None = None,
+    group: bool = True,
 ) -> list[Document]:
-    """LangChain Documents as remy :class:`~remy_retriever.Document` objects, one each, in
-    order: ``page_content`` as the text, metadata under the rule above, the id from
-    ``ids`` (when given), ``doc.id``, or the source path and position, and
-    ``path = metadata["source"]`` so that citations name the file."""
+    """LangChain Documents as remy :class:`~remy_retriever.Document` objects:
+    ``page_content`` as the text, metadata under the rule above, the id from ``ids``
+    (when given), ``doc.id``, or the source path and position, and
+    ``path = metadata["source"]`` so that citations name the file. Pre-split pieces
+    (``start_index`` set) are gathered into one document per source unless ``ids`` are
+    given or ``group=False`` (see the module docstring); else one document each, in
+    order."""
     documents = list(docs)
     for doc in documents:
         if not isinstance(doc, LCDocument):
@@ -194,8 +277,11 @@ def to_remy_documents(
             "pass one id per document"
         )
         raise InvalidInputError(msg)
-    seen: dict[str, int] = {}
     out: list[Document] = []
+    if group and ids is None:
+        out, documents = _grouped(documents)
+        given = [None] * len(documents)
+    seen: dict[str, int] = {}
     for doc, doc_id in zip(documents, given, strict=True):
         out.append(
             Document(
@@ -204,6 +290,7 @@ def to_remy_documents(
                 title=_title(doc),
                 path=_source(doc),
                 metadata=metadata_to_remy(doc.metadata),
+                chunk_spans=_whole_span(doc.page_content) if _start(doc) is not None else None,
             )
         )
     return out

@@ -90,7 +90,7 @@ class RemyVectorStore(VectorStore):
         :func:`~langchain_remy.to_remy_documents` assigns them). Unchanged Documents are
         skipped without re-embedding."""
         ids = kwargs.pop("ids", None)
-        batch = to_remy_documents(documents, ids=ids)
+        batch = to_remy_documents(documents, ids=ids, group=False)
         if batch:
             self.retriever.add(batch)
         return [doc.id for doc in batch]

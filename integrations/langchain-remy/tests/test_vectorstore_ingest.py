@@ -137,8 +137,14 @@ def test_to_remy_documents_ids_and_refusals() -> None:
         Document(id="mine", page_content="five", metadata={"source": "t.md"}),
     ]
     converted = to_remy_documents(docs)
-    assert [d.id for d in converted] == ["s.md@0", "s.md@3", "t.md@0", "t.md@1", "mine"]
-    assert [d.path for d in converted] == ["s.md", "s.md", "t.md", "t.md", "t.md"]
+    # The two pieces of s.md (start_index set) are one document of two chunks.
+    assert [d.id for d in converted] == ["s.md", "t.md@0", "t.md@1", "mine"]
+    assert [d.path for d in converted] == ["s.md", "s.md", "t.md", "t.md", "t.md"][1:]
+    assert (converted[0].text, converted[0].chunk_spans) == ("onetwo", ((0, 3), (3, 6)))
+    assert [d.chunk_spans for d in converted[1:]] == [None, None, None]
+    one_each = to_remy_documents(docs, group=False)
+    assert [d.id for d in one_each] == ["s.md@0", "s.md@3", "t.md@0", "t.md@1", "mine"]
+    assert [d.chunk_spans for d in one_each] == [((0, 3),), ((0, 3),), None, None, None]
     with pytest.raises(InvalidInputError, match="remy_retriever.documents.Document"):
         to_remy_documents([converted[0]])  # type: ignore[list-item]
     with pytest.raises(InvalidInputError, match="2 ids for 5 documents"):
@@ -158,6 +164,7 @@ def test_directory_loader_and_splitter_output_twice(store: RemyVectorStore) -> N
     ids = store.add_documents(chunks)
     count = store.retriever.count()
     assert len(set(ids)) == len(chunks)
+    assert count == len(chunks)  # one stored document per piece, each one chunk
     again = splitter.split_documents(
         DirectoryLoader(str(CORPUS_DIR), glob="*.md", loader_cls=TextLoader).load()
     )
@@ -173,6 +180,52 @@ def test_directory_loader_and_splitter_output_twice(store: RemyVectorStore) -> N
         assert hit.metadata["citation"]["path"] in files
         assert hit.metadata["source"] in files
     assert hits[0].metadata["source"].endswith("install.md")
+
+
+def _split_corpus() -> list[Document]:
+    from langchain_community.document_loaders import DirectoryLoader, TextLoader
+
+    loaded = DirectoryLoader(str(CORPUS_DIR), glob="*.md", loader_cls=TextLoader).load()
+    splitter = RecursiveCharacterTextSplitter(
+        chunk_size=400, chunk_overlap=60, add_start_index=True
+    )
+    return splitter.split_documents(loaded)
+
+
+def test_splitter_output_is_stored_as_ordered_chunks_of_its_file(
+    tmp_path: Path, embedder: SentenceTransformerEmbedder
+) -> None:
+    """Pre-split pieces through the converter: one remy document per file, one chunk per
+    piece (not re-chunked), in order, with the file's offsets; added twice, nothing moves."""
+    pieces = _split_corpus()
+    files = {str(path): path.read_text(encoding="utf-8") for path in CORPUS_DIR.glob("*.md")}
+    with Retriever(tmp_path / "db", embedder=embedder) as engine:
+        report = engine.add(to_remy_documents(pieces))
+        assert sorted(report.added) == sorted(files)
+        assert engine.count() == len(pieces)
+        stored = engine.get_documents(list(files))
+        for path, found in stored.items():
+            mine = [p for p in pieces if p.metadata["source"] == path]
+            assert found.chunk_count == len(mine)
+            spans = found.document.chunk_spans or ()
+            assert [files[path][a:b] for a, b in spans] == [p.page_content for p in mine]
+        again = engine.add(to_remy_documents(_split_corpus()))
+        assert sorted(again.unchanged) == sorted(files) and not again.added
+        assert engine.count() == len(pieces)
+        for mode in MODES:
+            hits = engine.search("install remy on linux with pip", mode=mode, k=5)
+            for hit in hits:
+                citation = hit.citation
+                assert citation.path in files
+                assert citation.chunk_count is not None and citation.chunk_count > 1
+                source = files[citation.path]
+                assert source[citation.start : citation.end] in hit.text, mode
+        (hit,) = engine.search("install remy on linux with pip", mode="hybrid", k=1, expand=1)
+        path = hit.citation.path or ""
+        mine = [p.page_content for p in pieces if p.metadata["source"] == path]
+        index = hit.citation.chunk_index
+        assert list((hit.neighbors or {}).get("before", ())) == mine[max(0, index - 1) : index]
+        assert list((hit.neighbors or {}).get("after", ())) == mine[index + 1 : index + 2]
 
 
 def test_as_retriever_refuses_other_search_types(store: RemyVectorStore) -> None:

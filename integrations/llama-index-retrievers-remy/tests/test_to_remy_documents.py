@@ -9,7 +9,7 @@ import pytest
 from llama_index.core import SimpleDirectoryReader
 from llama_index.core.node_parser import SentenceSplitter
 from llama_index.core.schema import Document as LIDocument
-from llama_index.core.schema import TextNode
+from llama_index.core.schema import NodeRelationship, TextNode
 from llama_index.vector_stores.remy import from_remy_metadata, to_remy_documents
 
 from remy_retriever import InvalidDocumentError, Retriever
@@ -33,20 +33,46 @@ def test_simple_directory_reader_twice_does_not_duplicate(tmp_path: Path, embedd
         assert top.citation.title == "install.md"
 
 
-def test_split_nodes_twice_keep_their_count(tmp_path: Path, embedder: Any) -> None:
+def test_split_nodes_are_ordered_chunks_of_their_file_and_twice_keep_their_count(
+    tmp_path: Path, embedder: Any
+) -> None:
+    path = CORPUS_DIR / "install.md"
+    source = path.read_text(encoding="utf-8")
     with Retriever(tmp_path / "s", collection="nodes", embedder=embedder) as engine:
         counts = []
         for _ in range(2):
-            docs = SimpleDirectoryReader(input_files=[str(CORPUS_DIR / "install.md")]).load_data()
-            nodes = SentenceSplitter(chunk_size=64, chunk_overlap=0).get_nodes_from_documents(docs)
+            docs = SimpleDirectoryReader(input_files=[str(path)]).load_data()
+            nodes = SentenceSplitter(chunk_size=64, chunk_overlap=16).get_nodes_from_documents(docs)
             engine.add(to_remy_documents(nodes))
             counts.append(engine.count())
-        assert counts[0] == counts[1] >= len(nodes)
-        ids = engine.document_ids()
-        assert len(ids) == len(nodes)
-        assert all(i.startswith(str(CORPUS_DIR / "install.md") + "@") for i in ids)
-        meta = engine.get_documents([ids[0]])[ids[0]].document.metadata
-        assert meta["ref_doc_id"] == str(CORPUS_DIR / "install.md")
+        # One remy document (the file), one chunk per node: not re-chunked.
+        assert counts[0] == counts[1] == len(nodes) > 2
+        assert engine.document_ids() == [str(path)]
+        stored = engine.get_documents([str(path)])[str(path)]
+        spans = stored.document.chunk_spans or ()
+        texts = [n.get_content() for n in nodes]
+        assert [stored.document.text[a:b] for a, b in spans] == texts
+        assert [source[a:b] for a, b in spans] == texts  # the file's own offsets
+        for mode in ("semantic", "lexical", "hybrid"):
+            hit = engine.search(INSTALL_QUERY, mode=mode, k=1)[0]
+            assert hit.citation.path == str(path) and hit.citation.chunk_count == len(nodes)
+            assert source[hit.citation.start : hit.citation.end] in hit.text
+
+
+def test_nodes_that_cannot_be_placed_stay_one_document_each_not_re_chunked() -> None:
+    source = LIDocument(id_="src", text="alpha beta gamma")
+    a = TextNode(id_="a", text="alpha beta", start_char_idx=0, metadata={"k": 1})
+    b = TextNode(id_="b", text="beta gamma", start_char_idx=6, metadata={"k": 2})
+    for node in (a, b):
+        node.relationships[NodeRelationship.SOURCE] = source.as_related_node_info()
+    one_each = to_remy_documents([a, b])  # differing metadata: not one source document
+    assert [(d.id, d.chunk_spans) for d in one_each] == [("a", ((0, 10),)), ("b", ((0, 10),))]
+    b.metadata = {"k": 1}
+    (grouped,) = to_remy_documents([b, a])
+    assert (grouped.id, grouped.text) == ("src", "alpha beta gamma")
+    assert grouped.chunk_spans == ((0, 10), (6, 16))
+    b.text = "BETA gamma"  # overlaps that disagree
+    assert [d.id for d in to_remy_documents([a, b])] == ["a", "b"]
 
 
 def test_given_ids_are_kept() -> None:

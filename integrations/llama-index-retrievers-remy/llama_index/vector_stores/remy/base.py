@@ -1,7 +1,8 @@
 """:class:`RemyVectorStore`: remy-retriever as a LlamaIndex vector store.
 
 Each node is stored as one remy document (remy embeds and indexes it itself, for dense
-and BM25 search; a node longer than remy's chunk size is split further). Its remy id is
+and BM25 search). A node parser's node (``ref_doc_id`` set) is stored as one chunk, never
+re-chunked; a whole ``Document`` inserted as a node is chunked by remy. Its remy id is
 the node id, except for a random (UUID) node id with a ``file_path`` / ``file_name`` in its
 metadata, as ``SimpleDirectoryReader`` gives: then it is ``"<file path>@<start_char_idx>"``,
 so loading and indexing the same folder again replaces the nodes instead of adding
@@ -48,7 +49,14 @@ from llama_index.retrievers.remy.convert import hit_to_node
 from remy_retriever import Document, Embedder, InvalidFilterError, InvalidInputError, Retriever
 from remy_retriever.integration import open_engine
 
-from .documents import JSON_KEYS, flatten_metadata, from_remy_metadata, stable_id
+from .documents import (
+    JSON_KEYS,
+    flatten_metadata,
+    from_remy_metadata,
+    is_split_node,
+    stable_id,
+    whole_span,
+)
 
 __all__ = ["NoEmbedding", "RemyVectorStore", "filters_to_where"]
 
@@ -320,12 +328,14 @@ def _node_document(node: BaseNode) -> Document:
             meta[key] = relation.node_id
     title = node.metadata.get("title") or node.metadata.get("file_name")
     path = node.metadata.get("file_path")
+    text = node.get_content(metadata_mode=MetadataMode.NONE)
     return Document(
         id=stable_id(node.node_id, node.metadata, start),
-        text=node.get_content(metadata_mode=MetadataMode.NONE),
+        text=text,
         title=title if isinstance(title, str) else None,
         path=path if isinstance(path, str) else None,
         metadata=meta,
+        chunk_spans=whole_span(text) if is_split_node(node) else None,  # never re-chunked
     )
 
 

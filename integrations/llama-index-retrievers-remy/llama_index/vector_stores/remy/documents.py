@@ -13,6 +13,14 @@ Ids: the object's ``id_`` / ``ref_doc_id``; but when that id is a random UUID (w
 ``file_path`` (or ``file_name``), the path is the id, so loading the same folder again
 replaces the documents instead of duplicating them. A ``#`` in an id becomes ``%23``
 (remy builds chunk ids with ``#``).
+
+Pre-split nodes (a node parser's ``TextNode``s: ``ref_doc_id`` set and not their own id)
+are never re-chunked by remy. :func:`to_remy_documents` gathers the nodes of one
+``ref_doc_id`` that carry ``start_char_idx`` and share their metadata into ONE remy
+document: the source text rebuilt from the nodes at their offsets (a gap the parser
+dropped becomes newlines), one chunk per node (``Document.chunk_spans``), in order, under
+the id above of the source document. Nodes that cannot be placed (no offset, overlaps
+that disagree, differing metadata) stay one remy document each, stored as one chunk.
 """
 
 from __future__ import annotations
@@ -84,11 +92,86 @@ def stable_id(node_id: str, metadata: Mapping[str, Any], start: int | None = Non
     return doc_id.replace("#", "%23")
 
 
+def is_split_node(node: BaseNode) -> bool:
+    """Whether ``node`` is a piece of a source document (a node parser's output)."""
+    return node.ref_doc_id is not None and node.ref_doc_id != node.node_id
+
+
+def whole_span(text: str) -> tuple[tuple[int, int], ...] | None:
+    """``chunk_spans`` keeping ``text`` as one chunk (not re-chunked); None when blank."""
+    return ((0, len(text)),) if text.strip() else None
+
+
+def _titled(meta: Mapping[str, Any]) -> tuple[str | None, str | None]:
+    title = meta.get("title") or meta.get("file_name")
+    path = meta.get("file_path")
+    return (title if isinstance(title, str) else None), (path if isinstance(path, str) else None)
+
+
+def _one(item: BaseNode) -> Document:
+    meta = dict(item.metadata)
+    split = is_split_node(item)
+    start = getattr(item, "start_char_idx", None) if split else None
+    metadata = flatten_metadata(meta, owner=f"node {item.node_id!r}")
+    if split and item.ref_doc_id is not None:
+        metadata.setdefault("ref_doc_id", stable_id(item.ref_doc_id, meta))
+    text = item.get_content(metadata_mode=MetadataMode.NONE)
+    title, path = _titled(meta)
+    return Document(
+        id=stable_id(item.node_id, meta, start),
+        text=text,
+        title=title,
+        path=path,
+        metadata=metadata,
+        chunk_spans=whole_span(text) if split else None,
+    )
+
+
+def _rebuilt(pieces: list[tuple[int, str]]) -> tuple[str, tuple[tuple[int, int], ...]] | None:
+    """The source text rebuilt from ``(offset, text)`` pieces and each piece's span; None
+    when pieces disagree where they overlap."""
+    pieces = sorted((p for p in pieces if p[1].strip()), key=lambda p: p[0])
+    if not pieces:
+        return None
+    chars: list[str | None] = [None] * max(start + len(text) for start, text in pieces)
+    for start, text in pieces:
+        for i, ch in enumerate(text, start):
+            if chars[i] is not None and chars[i] != ch:
+                return None
+            chars[i] = ch
+    rebuilt = "".join("\n" if ch is None else ch for ch in chars)
+    return rebuilt, tuple((start, start + len(text)) for start, text in pieces)
+
+
+def _group(nodes: list[BaseNode]) -> Document | None:
+    first = nodes[0]
+    metadata = flatten_metadata(first.metadata, owner=f"node {first.node_id!r}")
+    if any(flatten_metadata(n.metadata) != metadata for n in nodes[1:]):
+        return None
+    placed = [(n.start_char_idx, n.get_content(metadata_mode=MetadataMode.NONE)) for n in nodes]
+    if any(not isinstance(start, int) or start < 0 for start, _ in placed):
+        return None
+    rebuilt = _rebuilt([(int(start or 0), text) for start, text in placed])
+    if rebuilt is None:
+        return None
+    text, spans = rebuilt
+    title, path = _titled(first.metadata)
+    return Document(
+        id=stable_id(str(first.ref_doc_id), first.metadata),
+        text=text,
+        title=title,
+        path=path,
+        metadata=metadata,
+        chunk_spans=spans,
+    )
+
+
 def to_remy_documents(items: Iterable[BaseNode]) -> list[Document]:
     """LlamaIndex ``Document``s / ``TextNode``s as remy documents (module docstring has the
-    metadata and id rules). ``title`` is the metadata's ``title`` or ``file_name``,
-    ``path`` its ``file_path``; the text is the node's content without metadata."""
-    out: list[Document] = []
+    metadata, id and pre-split rules). ``title`` is the metadata's ``title`` or
+    ``file_name``, ``path`` its ``file_path``; the text is the content without metadata.
+    Whole documents come first, in order, then one document per source of split nodes."""
+    items = list(items)
     for item in items:
         if not isinstance(item, BaseNode):
             msg = (
@@ -96,22 +179,12 @@ def to_remy_documents(items: Iterable[BaseNode]) -> list[Document]:
                 f"{type(item).__module__}.{type(item).__name__}"
             )
             raise InvalidDocumentError(msg)
-        meta = dict(item.metadata)
-        is_document = item.ref_doc_id is None or item.ref_doc_id == item.node_id
-        start = None if is_document else getattr(item, "start_char_idx", None)
-        doc_id = stable_id(item.node_id, meta, start)
-        metadata = flatten_metadata(meta, owner=f"node {item.node_id!r}")
-        if not is_document and item.ref_doc_id is not None:
-            metadata.setdefault("ref_doc_id", stable_id(item.ref_doc_id, meta))
-        title = meta.get("title") or meta.get("file_name")
-        path = meta.get("file_path")
-        out.append(
-            Document(
-                id=doc_id,
-                text=item.get_content(metadata_mode=MetadataMode.NONE),
-                title=title if isinstance(title, str) else None,
-                path=path if isinstance(path, str) else None,
-                metadata=metadata,
-            )
-        )
+    out = [_one(item) for item in items if not is_split_node(item)]
+    groups: dict[str, list[BaseNode]] = {}
+    for item in items:
+        if is_split_node(item):
+            groups.setdefault(str(item.ref_doc_id), []).append(item)
+    for nodes in groups.values():
+        grouped = _group(nodes)
+        out.extend([grouped] if grouped is not None else [_one(n) for n in nodes])
     return out
