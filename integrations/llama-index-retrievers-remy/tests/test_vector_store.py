@@ -268,11 +268,21 @@ def test_metadata_rule_round_trips_and_filters(engine: Retriever) -> None:
     assert hits.nodes is not None and hits.nodes[0].metadata["languages"] == ["eng", "fra"]
 
 
+def test_any_loader_metadata_is_stored_and_given_back(engine: Retriever) -> None:
+    import datetime as dt
+
+    store = RemyVectorStore(engine)
+    meta = {"rows": [{"a": 1}, {"b": [2]}], "when": dt.date(2024, 1, 2), "tags": ("x",)}
+    store.add([TextNode(id_="any", text="odd metadata", metadata=meta)])
+    (node,) = store.get_nodes(node_ids=["any"])
+    assert node.metadata == {"rows": [{"a": 1}, {"b": [2]}], "when": "2024-01-02", "tags": ["x"]}
+
+
 def test_a_node_with_unstorable_metadata_stores_nothing(engine: Retriever) -> None:
     store = RemyVectorStore(engine)
     good = TextNode(id_="good", text="fine")
-    bad = TextNode(id_="bad", text="not fine", metadata={"obj": [{"a": 1}]})
-    with pytest.raises(InvalidDocumentError, match=r"metadata\['obj'\]"):
+    bad = TextNode(id_="bad", text="not fine", metadata={"blob": "x" * 70_000})
+    with pytest.raises(InvalidDocumentError, match=r"metadata\['blob'\]"):
         store.add([good, bad])
     assert engine.count() == 0
 

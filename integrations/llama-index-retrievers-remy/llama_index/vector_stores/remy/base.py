@@ -317,7 +317,7 @@ class RemyVectorStore(BasePydanticVectorStore):
 
 def _node_document(node: BaseNode) -> Document:
     start = getattr(node, "start_char_idx", None) if node.ref_doc_id is not None else None
-    meta = flatten_metadata(node.metadata, owner=f"node {node.node_id!r}")
+    meta = flatten_metadata(node.metadata)
     meta["li_node_id"] = node.node_id
     if node.ref_doc_id is not None:
         meta["ref_doc_id"] = node.ref_doc_id

@@ -5,8 +5,8 @@ Metadata rule (one rule, never a crash and never silent loss): ``str``, ``int``,
 dotted keys (``{"a": {"b": 1}}`` -> ``{"a.b": 1}``); a list or tuple of scalars is stored
 as its JSON text (Chroma 1.5 stores list metadata, but remy's ``where`` filters test
 scalars only, so the list is encoded) and its key is recorded in ``li_json_keys``, so
-:func:`from_remy_metadata` restores the list. Any other value (an object, a list holding
-dicts) raises :class:`~remy_retriever.InvalidDocumentError` naming the key.
+:func:`from_remy_metadata` restores the list. Any other value (a ``datetime``, a ``Path``)
+is stored as ``str(value)`` and comes back as that string. Nothing raises.
 
 Ids: the object's ``id_`` / ``ref_doc_id``; but when that id is a random UUID (what
 ``SimpleDirectoryReader`` gives without ``filename_as_id=True``) and the metadata holds
@@ -42,7 +42,7 @@ _UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{1
 _SCALARS = (str, int, float, bool)
 
 
-def flatten_metadata(metadata: Mapping[str, Any], *, owner: str = "metadata") -> dict[str, Any]:
+def flatten_metadata(metadata: Mapping[str, Any]) -> dict[str, Any]:
     """``metadata`` under the module's rule, as remy metadata."""
     out: dict[str, Any] = {}
     encoded: list[str] = []
@@ -55,17 +55,16 @@ def flatten_metadata(metadata: Mapping[str, Any], *, owner: str = "metadata") ->
                 walk(f"{prefix}.{key}" if prefix else str(key), inner)
         elif isinstance(value, _SCALARS):
             out[prefix] = value
-        elif isinstance(value, (list, tuple)) and all(
-            isinstance(item, _SCALARS) or item is None for item in value
-        ):
-            out[prefix] = json.dumps(list(value), ensure_ascii=False)
-            encoded.append(prefix)
-        else:
-            msg = (
-                f"{owner}: metadata[{prefix!r}] = {value!r:.80} is not a scalar, a list of "
-                "scalars or a dict of them; convert it (e.g. json.dumps) or drop the key"
-            )
-            raise InvalidDocumentError(msg)
+        elif isinstance(value, (list, tuple)):
+            # Lists (of scalars, or of dicts) as JSON text, restored by from_remy_metadata;
+            # a list JSON cannot hold is stored as its str(), like any other object.
+            try:
+                out[prefix] = json.dumps(list(value), ensure_ascii=False)
+                encoded.append(prefix)
+            except (TypeError, ValueError):
+                out[prefix] = str(value)
+        else:  # a datetime, a Path...: its str(), which is what comes back
+            out[prefix] = str(value)
 
     walk("", dict(metadata))
     if encoded:
@@ -112,7 +111,7 @@ def _one(item: BaseNode) -> Document:
     meta = dict(item.metadata)
     split = is_split_node(item)
     start = getattr(item, "start_char_idx", None) if split else None
-    metadata = flatten_metadata(meta, owner=f"node {item.node_id!r}")
+    metadata = flatten_metadata(meta)
     if split and item.ref_doc_id is not None:
         metadata.setdefault("ref_doc_id", stable_id(item.ref_doc_id, meta))
     text = item.get_content(metadata_mode=MetadataMode.NONE)
@@ -145,7 +144,7 @@ def _rebuilt(pieces: list[tuple[int, str]]) -> tuple[str, tuple[tuple[int, int],
 
 def _group(nodes: list[BaseNode]) -> Document | None:
     first = nodes[0]
-    metadata = flatten_metadata(first.metadata, owner=f"node {first.node_id!r}")
+    metadata = flatten_metadata(first.metadata)
     if any(flatten_metadata(n.metadata) != metadata for n in nodes[1:]):
         return None
     placed = [(n.start_char_idx, n.get_content(metadata_mode=MetadataMode.NONE)) for n in nodes]
