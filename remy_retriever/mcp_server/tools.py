@@ -23,7 +23,7 @@ argument and the fix; the server turns it into a tool error result.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -293,7 +293,7 @@ class RemyTools:
 
     def _search_documents(self, args: SearchDocumentsArgs) -> ToolResult:
         clauses: list[dict[str, Any]] = []
-        tree = where_from_filters(args.filters)
+        tree = where_from_filters(args.filters, values=self._values)
         if tree:
             clauses.append(tree)
         tags = [self.guards.container_tag] if self.guards.container_tag else args.container_tags
@@ -303,6 +303,14 @@ class RemyTools:
         response = self.documents.search_documents(args.query, limit=args.limit, where=where)
         ids = tuple(r.document_id for r in response.results)
         return ToolResult(format_documents(response), response.to_dict(), ids)
+
+    def _values(self, key: str) -> Iterator[object]:
+        """Every value documents store under ``key``: what the filter operators ``where``
+        lacks (substring, case-insensitive) are resolved against."""
+        for page in self.documents.document_table.iter_metadata():
+            for _, meta in page:
+                if key in meta:
+                    yield meta[key]
 
     def _search_memories(self, args: SearchMemoriesArgs) -> ToolResult:
         response = self._store().search(

@@ -332,6 +332,9 @@ def test_every_tool_works_and_matches_its_output_schema(
     results = docs.structured_content["results"]
     assert [r["documentId"] for r in results] == ["coffee.md"]
     assert 0 < results[0]["score"] <= 1 and results[0]["chunks"]
+    contains = {"key": "topic", "value": "COF", "filterType": "string_contains", "ignoreCase": True}
+    docs = client.ok("search_documents", {"query": "guide", "filters": {"OR": [contains]}})
+    assert [r["documentId"] for r in docs.structured_content["results"]] == ["coffee.md"]
 
     tag = "ana"
     added = client.ok("add_memory", {"content": "Ana drinks oolong tea", "container_tag": tag})

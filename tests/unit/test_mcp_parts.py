@@ -1,0 +1,124 @@
+"""The pure parts of ``remy mcp``: the citation format (the LangChain tool's, exactly),
+the root check of ``add_documents`` (``..`` and links), the documents' URIs, and that the
+MCP SDK is imported only when the server starts."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from remy_retriever import Citation, InvalidDocumentError, SearchHit
+from remy_retriever.ingest.files import resolve_inside
+from remy_retriever.mcp_server.formatting import (
+    NO_RESULTS,
+    document_id_from_uri,
+    document_uri,
+    format_hits,
+)
+
+HITS = [
+    SearchHit(
+        id="guide.md#2",
+        score=0.9,
+        text="Guide > Install > Linux\n\nRun apt install remy.",
+        citation=Citation(
+            document_id="guide.md",
+            chunk_index=2,
+            start=10,
+            end=40,
+            heading_path=("Guide", "Install", "Linux"),
+            title="Guide",
+            path="docs/guide.md",
+        ),
+    ),
+    SearchHit(
+        id="manual.pdf#0",
+        score=0.5,
+        text="Fill the kettle.",
+        citation=Citation(
+            document_id="manual.pdf", chunk_index=0, start=0, end=16, page=3, page_end=4
+        ),
+    ),
+    SearchHit(
+        id="web#1",
+        score=0.1,
+        text="Notes > Tea\n\nGreen tea at 80 degrees.",
+        citation=Citation(
+            document_id="web",
+            chunk_index=1,
+            start=0,
+            end=30,
+            heading_path=("Notes", "Tea"),
+            title="Tea notes",
+            url="https://example.org/tea",
+            page=7,
+        ),
+    ),
+]
+
+
+def test_passages_are_numbered_with_their_citations() -> None:
+    assert format_hits(HITS) == (
+        "[1] Guide > Install > Linux (docs/guide.md)\nRun apt install remy.\n\n"
+        "[2] manual.pdf (manual.pdf, pp. 3-4)\nFill the kettle.\n\n"
+        "[3] Tea notes > Notes > Tea (https://example.org/tea, p. 7)\nGreen tea at 80 degrees."
+    )
+    assert format_hits([]) == NO_RESULTS
+
+
+def test_the_format_is_the_langchain_tools() -> None:
+    convert = pytest.importorskip("langchain_remy.convert")
+    tools = pytest.importorskip("langchain_remy.tools")
+    documents = convert.hits_to_documents(HITS)
+    assert format_hits(HITS) == tools.format_documents(documents)
+
+
+def test_document_uris_round_trip_any_id() -> None:
+    for doc_id in ("guide.md", "docs/a b/c%20.md", "héllo?#x", "a/../b"):
+        uri = document_uri(doc_id)
+        assert uri.startswith("remy://documents/") and "/" not in uri[len("remy://documents/") :]
+        assert document_id_from_uri(uri) == doc_id
+    assert document_id_from_uri("remy://documents/") is None
+    assert document_id_from_uri("file:///etc/passwd") is None
+
+
+def test_resolve_inside_refuses_dot_dot_and_links_out(tmp_path: Path) -> None:
+    allowed, outside = tmp_path / "allowed", tmp_path / "outside"
+    (allowed / "sub").mkdir(parents=True)
+    outside.mkdir()
+    (allowed / "sub" / "a.md").write_text("a")
+    (outside / "b.md").write_text("b")
+    os.symlink(outside / "b.md", allowed / "out.md")
+    os.symlink(outside, allowed / "out")
+    os.symlink(allowed / "sub" / "a.md", allowed / "in.md")
+    roots = [os.path.realpath(allowed)]
+    assert resolve_inside("sub/a.md", roots, base=roots[0]) == str(allowed / "sub" / "a.md")
+    assert resolve_inside(str(allowed), roots) == str(allowed)
+    assert resolve_inside("in.md", roots, base=roots[0]) == str(allowed / "sub" / "a.md")
+    for path in (
+        "../outside/b.md",
+        "sub/../../outside",
+        str(outside / "b.md"),
+        "out.md",
+        "out/b.md",
+        str(allowed) + "-sibling",
+        "/",
+    ):
+        with pytest.raises(InvalidDocumentError, match="outside the folders this server may read"):
+            resolve_inside(path, roots, base=roots[0])
+    with pytest.raises(InvalidDocumentError, match="outside"):
+        resolve_inside("anything", [], base=str(allowed))
+
+
+def test_importing_remy_does_not_import_the_mcp_sdk() -> None:
+    code = (
+        "import sys, remy_retriever, remy_retriever.cli, remy_retriever.mcp_server.tools; "
+        "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('mcp', 'mcp_types', "
+        "'uvicorn')); print(bad); sys.exit(1 if bad else 0)"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-500:]
