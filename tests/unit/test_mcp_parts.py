@@ -4,7 +4,9 @@ MCP SDK is imported only when the server starts."""
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -12,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from remy_retriever import Citation, InvalidDocumentError, SearchHit
+from remy_retriever.cli import build_parser
 from remy_retriever.ingest.files import resolve_inside
 from remy_retriever.mcp_server.formatting import (
     NO_RESULTS,
@@ -122,3 +125,13 @@ def test_importing_remy_does_not_import_the_mcp_sdk() -> None:
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr[-500:]
+
+
+def test_the_readme_configuration_is_valid_json_with_flags_remy_mcp_takes() -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    (block,) = [b for b in re.findall(r"```json\n(.*?)```", readme, re.S) if "mcpServers" in b]
+    server = json.loads(block)["mcpServers"]["remy"]
+    assert server["command"] == "remy" and server["args"][0] == "mcp"
+    args = build_parser().parse_args(server["args"])
+    assert args.db and args.container_tag == "me" and args.allow_path == ["/home/me/notes"]
+    assert args.run.__module__ == "remy_retriever.cli.mcp"
