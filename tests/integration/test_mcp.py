@@ -17,6 +17,8 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 from collections.abc import AsyncIterator, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -90,9 +92,10 @@ class Client:
     """A connected MCP ``ClientSession`` used from synchronous tests: the session lives
     in one task of a portal's event loop, which the calls are sent to."""
 
-    def __init__(self, portal: BlockingPortal, session: ClientSession) -> None:
+    def __init__(self, portal: BlockingPortal, session: ClientSession, url: str = "") -> None:
         self.portal = portal
         self.session = session
+        self.url = url  # streamable HTTP only
 
     def tools(self) -> dict[str, Any]:
         return {t.name: t for t in self.portal.call(self.session.list_tools).tools}
@@ -265,7 +268,7 @@ def servers(
             procs.append(proc)
         for name, url in urls.items():
             session = stack.enter_context(portal.wrap_async_context_manager(_http(url)))
-            clients[name] = Client(portal, session)
+            clients[name] = Client(portal, session, url)
         yield clients
 
 
@@ -470,3 +473,42 @@ def test_a_pinned_container_tag_cannot_be_escaped(servers: dict[str, Client]) ->
         client.read("remy://documents/coffee.md")
     listed = client.portal.call(client.session.list_resources).resources
     assert {r.name for r in listed} == {"tea.md", "manual.pdf", "herbal.md"}
+
+
+@pytest.mark.parametrize(
+    ("headers", "status"),
+    [
+        ({"Host": "evil.example"}, 421),  # DNS rebinding: another name for 127.0.0.1
+        ({"Origin": "http://evil.example"}, 403),  # a web page's script
+        ({}, 200),
+    ],
+)
+def test_http_refuses_other_hosts_and_web_origins(
+    servers: dict[str, Client], headers: dict[str, str], status: int
+) -> None:
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "probe", "version": "0"},
+        },
+    }
+    request = urllib.request.Request(
+        servers["full-http"].url,
+        data=json.dumps(initialize).encode(),
+        method="POST",
+        headers={
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+            **headers,
+        },
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            got = response.status
+    except urllib.error.HTTPError as exc:
+        got = exc.code
+    assert got == status
