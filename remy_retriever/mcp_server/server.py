@@ -34,7 +34,7 @@ from mcp.shared.exceptions import MCPError
 from .. import __version__
 from ..errors import RemyError
 from .formatting import DOCUMENT_URI_TEMPLATE, document_id_from_uri, document_uri
-from .tools import RemyTools, ToolResult
+from .tools import RemyTools, ToolResult, ToolSpec
 
 __all__ = ["build_server", "serve"]
 
@@ -142,7 +142,7 @@ def build_server(tools: RemyTools) -> Server[Any]:
     )
 
 
-def _tool(tools: RemyTools, spec: Any) -> types.Tool:
+def _tool(tools: RemyTools, spec: ToolSpec) -> types.Tool:
     return types.Tool(
         name=spec.name,
         title=spec.title,
