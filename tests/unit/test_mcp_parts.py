@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from remy_retriever import Citation, InvalidDocumentError, SearchHit
-from remy_retriever.cli import build_parser
+from remy_retriever.cli import build_parser, main
 from remy_retriever.ingest.files import resolve_inside
 from remy_retriever.mcp_server.formatting import (
     NO_RESULTS,
@@ -135,3 +135,24 @@ def test_the_readme_configuration_is_valid_json_with_flags_remy_mcp_takes() -> N
     args = build_parser().parse_args(server["args"])
     assert args.db and args.container_tag == "me" and args.allow_path == ["/home/me/notes"]
     assert args.run.__module__ == "remy_retriever.cli.mcp"
+
+
+@pytest.mark.parametrize(
+    ("flags", "named"),
+    [
+        (["--port", "0"], "--port 0"),
+        (["--port", "70000"], "--port 70000"),
+        (["--allow-path", "/no/such/folder"], "--allow-path '/no/such/folder'"),
+        (["--container-tag", "  "], "container_tag"),
+    ],
+)
+def test_bad_flags_are_one_error_line_and_create_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], flags: list[str], named: str
+) -> None:
+    db = tmp_path / "db"
+    code = main(["mcp", "--db", str(db), *flags])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.startswith("remy: error: ") and err.count("\n") == 1, err
+    assert named in err
+    assert not db.exists()
