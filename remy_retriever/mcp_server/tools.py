@@ -405,7 +405,16 @@ class RemyTools:
     def list_documents(self) -> list[tuple[str, str | None]]:
         """``(id, title)`` of up to :data:`MAX_LISTED_DOCUMENTS` documents (the pinned
         container's only)."""
-        ids = self.documents.document_ids(self._pinned_where(None))[:MAX_LISTED_DOCUMENTS]
+        pin = self.guards.container_tag
+        ids: list[str] = []
+        # The document table (one record per document), read a page at a time and left
+        # as soon as enough are found: a client lists resources on connect, and the
+        # chunks of a large collection would take long to go through.
+        for page in self.documents.document_table.iter_metadata(page=1000):
+            ids += [d for d, meta in page if pin is None or meta.get(DOCUMENT_TAG_KEY) == pin]
+            if len(ids) >= MAX_LISTED_DOCUMENTS:
+                break
+        ids = sorted(ids[:MAX_LISTED_DOCUMENTS])
         stored = self.documents.get_documents(ids)
         return [(i, stored[i].document.title if i in stored else None) for i in ids]
 

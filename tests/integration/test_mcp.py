@@ -319,6 +319,11 @@ def test_search_numbers_cited_passages_and_matches_its_schema(client: Client) ->
     body, citation = read.contents
     assert body.text == DOCS[0].text
     assert json.loads(citation.text)["source"] == "guides/tea.md"
+    listed = {r.name: r for r in client.portal.call(client.session.list_resources).resources}
+    assert {"tea.md", "coffee.md", "manual.pdf"} <= set(listed)
+    assert (
+        listed["tea.md"].uri == "remy://documents/tea.md" and listed["tea.md"].title == "Tea guide"
+    )
 
 
 def test_every_tool_works_and_matches_its_output_schema(
