@@ -1,10 +1,11 @@
 """``remy mcp`` driven as a real subprocess by the official ``mcp`` SDK's own client
 (``ClientSession`` over ``stdio_client``, and over ``streamable_http_client``).
 
-Four servers per module, each on its own copy of one small store (started in parallel,
-shared by the tests): the full server over stdio and over streamable HTTP (every tool,
-schemas, citations, bad arguments, ``--allow-path``), a server pinned to one container
-tag over streamable HTTP, and a read-only server over stdio.
+Four servers per module, started in parallel and shared by the tests: the full server
+over stdio and over streamable HTTP (every tool, schemas, citations, resources, bad
+arguments, ``--allow-path``), a server pinned to one container tag over streamable HTTP,
+each on its own copy of one small embedded store, and a read-only server over stdio
+reading the same data from a Chroma server (``--server``; the chroma_server fixture).
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from remy_retriever import Document, Retriever, SearchHit
 from remy_retriever.mcp_server.formatting import format_hits
 from remy_retriever.memory import MemoryStore
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
+pytestmark = [pytest.mark.slow, pytest.mark.server, pytest.mark.timeout(600)]
 
 ALL_TOOLS = {
     "search",
@@ -136,13 +137,17 @@ def check_schema(schema: dict[str, Any] | None, value: Any) -> None:
 
 
 @contextlib.asynccontextmanager
-async def _stdio(runs: dict[str, list[str]]) -> AsyncIterator[dict[str, ClientSession]]:
-    """One stdio session per ``remy mcp`` argument list, the servers starting together."""
+async def _stdio(
+    runs: dict[str, tuple[list[str], dict[str, str]]],
+) -> AsyncIterator[dict[str, ClientSession]]:
+    """One stdio session per ``remy mcp`` (arguments, environment), starting together."""
     async with contextlib.AsyncExitStack() as stack:
         sessions = {}
-        for name, args in runs.items():
+        for name, (args, env) in runs.items():
             params = StdioServerParameters(
-                command=sys.executable, args=["-m", "remy_retriever.cli", "mcp", *args], env=ENV
+                command=sys.executable,
+                args=["-m", "remy_retriever.cli", "mcp", *args],
+                env={**ENV, **env},
             )
             read, write = await stack.enter_async_context(stdio_client(params))
             sessions[name] = await stack.enter_async_context(ClientSession(read, write))
@@ -215,6 +220,16 @@ def base_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return db
 
 
+def _fill_server(client: Any, lexical: Path) -> None:
+    """The base store's documents and memories, in collections of a Chroma server."""
+    with Retriever(client=client, collection="mcp-docs", lexical_path=lexical / "d") as docs:
+        docs.add(DOCS)
+        with MemoryStore(
+            client, collection="mcp-memories", retriever=docs, lexical_path=lexical / "m"
+        ) as memories:
+            memories.add("The team-a office kettle is on the third floor", container_tag="team-a")
+
+
 @pytest.fixture(scope="module")
 def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """An allowed folder (with a file, and links leading out of it) and a secret outside."""
@@ -233,23 +248,36 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 @pytest.fixture(scope="module")
 def servers(
-    base_store: Path, files: dict[str, Path], tmp_path_factory: pytest.TempPathFactory
+    base_store: Path,
+    chroma_server: Any,
+    files: dict[str, Path],
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[dict[str, Client]]:
-    """``full-stdio``, ``full-http``, ``pinned-http`` and ``read-only-stdio``, each on
-    its own copy of the store, started in parallel."""
+    """``full-stdio``, ``full-http`` and ``pinned-http``, each on its own copy of the
+    store, and ``read-only-stdio`` on the same data in a Chroma server (``--server``),
+    started in parallel."""
+    _fill_server(chroma_server.client(), tmp_path_factory.mktemp("mcp-server-lex"))
     base = tmp_path_factory.mktemp("mcp-servers")
     allow = ["--allow-path", str(files["allowed"])]
     dbs = {}
-    for name in ("full-stdio", "full-http", "pinned-http", "read-only-stdio"):
+    for name in ("full-stdio", "full-http", "pinned-http"):
         dbs[name] = base / name
         shutil.copytree(base_store, dbs[name])
     http_args = {
         "full-http": ["--db", str(dbs["full-http"]), *allow],
         "pinned-http": ["--db", str(dbs["pinned-http"]), *allow, "--container-tag", "team-a"],
     }
+    on_server = [
+        *("--server", f"{chroma_server.host}:{chroma_server.port}"),
+        *("--collection", "mcp-docs", "--memory-collection", "mcp-memories"),
+    ]
     stdio_args = {
-        "full-stdio": ["--db", str(dbs["full-stdio"]), *allow],
-        "read-only-stdio": ["--db", str(dbs["read-only-stdio"]), "--read-only", *allow],
+        "full-stdio": (["--db", str(dbs["full-stdio"]), *allow], {}),
+        # through a Chroma server; the BM25 indexes in a cache of the test's own
+        "read-only-stdio": (
+            [*on_server, "--read-only", *allow],
+            {"XDG_CACHE_HOME": str(base / "cache")},
+        ),
     }
     procs: list[subprocess.Popen[bytes]] = []
     with contextlib.ExitStack() as stack:
@@ -424,8 +452,11 @@ def test_a_bad_argument_is_an_error_result_and_the_server_keeps_serving(
 
 
 def test_read_only_offers_only_the_search_tools(servers: dict[str, Client]) -> None:
+    """(This server reads a Chroma server: ``--server``.)"""
     client = servers["read-only-stdio"]
     assert set(client.tools()) == SEARCH_TOOLS
+    hits = client.ok("search", {"query": "green tea water temperature", "k": 1})
+    assert hits.content[0].text.startswith("[1] Tea guide > Brewing green tea (guides/tea.md)")
     for tool, arguments in (
         ("add_memory", {"content": "x"}),
         ("forget_memory", {"content": "The team-a office kettle is on the third floor"}),
