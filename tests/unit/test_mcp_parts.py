@@ -156,3 +156,16 @@ def test_bad_flags_are_one_error_line_and_create_nothing(
     assert err.startswith("remy: error: ") and err.count("\n") == 1, err
     assert named in err
     assert not db.exists()
+
+
+def test_without_the_sdk_remy_mcp_names_the_extra(tmp_path: Path) -> None:
+    db = tmp_path / "db"
+    code = (
+        "import sys; sys.modules['mcp'] = None; from remy_retriever.cli import main; "
+        f"sys.exit(main(['mcp', '--db', {str(db)!r}]))"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.startswith("remy: error: remy mcp needs the MCP SDK")
+    assert "pip install 'remy-retriever[mcp]'" in proc.stderr and proc.stderr.count("\n") == 1
+    assert not db.exists()
