@@ -255,7 +255,8 @@ class RemyTools:
         try:
             return spec.args.model_validate(arguments)
         except ValidationError as exc:
-            raise InvalidInputError(_argument_errors(spec.name, exc)) from None
+            takes = list(self.input_schema(spec).get("properties", {}))
+            raise InvalidInputError(_argument_errors(spec.name, exc, takes)) from None
 
     def _tag(self, given: str | None) -> str | None:
         return self.guards.container_tag if self.guards.container_tag is not None else given
@@ -454,13 +455,13 @@ def _memory_line(verb: str, memory: Memory) -> str:
     return f"{verb} memory {memory.id} (version {memory.version}){tag}: {memory.content}"
 
 
-def _argument_errors(tool: str, exc: ValidationError) -> str:
+def _argument_errors(tool: str, exc: ValidationError, takes: list[str]) -> str:
     """One line per bad argument: its name, what is wrong, and the value given."""
     lines = []
     for err in exc.errors(include_url=False)[:10]:
         where = ".".join(str(p) for p in err["loc"]) or "arguments"
         if err["type"] == "extra_forbidden":
-            lines.append(f"{where}: no such argument")
+            lines.append(f"{where}: no such argument ({tool} takes {', '.join(takes)})")
             continue
         given = "" if err["type"] == "missing" else f" (got {short_repr(err.get('input'))})"
         lines.append(f"{where}: {err['msg']}{given}")

@@ -427,7 +427,7 @@ def test_add_documents_reads_nothing_outside_the_allowed_folders(
         ("search", {"query": "tea", "k": "five"}, "k"),
         ("search", {"query": "tea", "mode": "fuzzy"}, "mode"),
         ("search", {"k": 3}, "query"),
-        ("search", {"query": "tea", "top": 3}, "top"),
+        ("search", {"query": "tea", "top": 3}, "top: no such argument (search takes query, k,"),
         ("search", {"query": "tea", "where": {"topic": {"$regex": "t.*"}}}, "$regex"),
         ("search_documents", {"query": "tea", "filters": {"XOR": []}}, "AND"),
         ("search_memories", {"query": "tea", "search_mode": "everything"}, "search_mode"),
