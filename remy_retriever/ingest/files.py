@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,6 +35,7 @@ __all__ = [
     "check_paths",
     "document_id_for",
     "load_files",
+    "resolve_inside",
 ]
 
 #: The default largest document, in bytes of UTF-8 text (``Retriever(max_document_bytes=)``).
@@ -174,6 +175,26 @@ def check_paths(paths: list[str]) -> None:
         except OSError as exc:
             msg = f"cannot ingest {shown!r}: {exc.strerror or exc}; check the path and permissions"
             raise InvalidDocumentError(msg) from exc
+
+
+def resolve_inside(path: object, roots: Sequence[str], *, base: str | None = None) -> str:
+    """The real path of ``path`` (relative paths taken from ``base``), if it is one of
+    ``roots`` or under one of them (``roots`` given as real paths, see
+    :func:`os.path.realpath`); else :class:`InvalidDocumentError` naming the path and the
+    roots. ``..`` and symbolic links are resolved before the check, so neither can lead
+    outside. What a folder holds is checked again when it is read: links leaving it are
+    skipped (:func:`load_files`)."""
+    shown = _check_path(path)
+    joined = os.path.join(base, shown) if base is not None else shown
+    real = os.path.realpath(joined)
+    if not any(_inside(real, root) for root in roots):
+        allowed = ", ".join(repr(r) for r in roots) or "none"
+        msg = (
+            f"cannot read {_printable(shown)!r}: it resolves to {_printable(real)!r}, outside "
+            f"the folders this server may read ({allowed}); pass a path inside one of them"
+        )
+        raise InvalidDocumentError(msg)
+    return real
 
 
 def check_id_prefix(id_prefix: object) -> str:

@@ -296,3 +296,25 @@ def test_ingest_files_smoke(tmp_path: Path) -> None:
     ingest = r["ours_ingest"]
     assert ingest["files_added"] == 6 and ingest["files_failed"] == 0
     assert ingest["page_test_pct"] == 100, ingest
+
+
+def test_mcp_latency_smoke(tmp_path: Path, beir_dir: Path) -> None:
+    out = tmp_path / "results"
+    _run(
+        "benchmarks.mcp_latency",
+        "--dataset",
+        str(beir_dir),
+        "--max-docs",
+        "24",
+        "--queries",
+        "6",
+        "--rounds",
+        "1",
+        "--out",
+        str(out),
+    )
+    r = _outputs(out, "mcp-latency")["result"]
+    assert r["documents"] == 24 and r["queries"] == 6
+    for system in ("in-process", "mcp-stdio", "mcp-ping"):
+        assert r["latency_ms"][system]["n"] == 6 and r["latency_ms"][system]["p50_ms"] > 0
+    assert isinstance(r["target_met"], bool)

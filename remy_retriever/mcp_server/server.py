@@ -1,0 +1,206 @@
+"""The MCP server: :class:`~.tools.RemyTools` behind the official ``mcp`` SDK's low-level
+``Server``, over stdio or streamable HTTP.
+
+The low-level server rather than the SDK's ``MCPServer`` decorators: the tools' schemas
+depend on the guards (a pinned container tag removes arguments), and every call must
+come back as a tool result, an error one for bad arguments, which is easiest to
+guarantee with one ``tools/call`` handler of our own.
+
+Engine calls run in a worker thread, one at a time (the engine is not meant for
+concurrent calls on one ``Retriever``), so the event loop keeps answering pings and
+cancellations during a long ``add_documents``. Any exception becomes a tool error result
+with a one-line message: a :class:`~remy_retriever.errors.RemyError` as it is (it names
+the value and the fix), anything else as a bug report line; the traceback goes to the
+log (stderr), never to the client.
+
+Documents are resources: ``remy://documents/{id}`` (the id percent-encoded) reads as the
+document's text (``text/markdown``) followed by its citation (``application/json``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from typing import Any, Literal, TypeVar
+
+import anyio
+import anyio.to_thread
+import mcp_types as types
+from mcp.server import Server, ServerRequestContext
+from mcp.server.stdio import stdio_server
+from mcp.shared.exceptions import MCPError
+
+from .. import __version__
+from ..errors import RemyError
+from .formatting import DOCUMENT_URI_TEMPLATE, document_id_from_uri, document_uri
+from .tools import RemyTools, ToolResult, ToolSpec
+
+__all__ = ["build_server", "serve"]
+
+logger = logging.getLogger("remy.mcp")
+
+#: JSON-RPC error code for a resource that does not exist (MCP specification).
+RESOURCE_NOT_FOUND = -32002
+
+INSTRUCTIONS = (
+    "remy: hybrid search over a document collection, with citations, plus versioned "
+    "memories. Use search for citable passages (cite them by their [n]), search_documents "
+    "to find whole documents, search_memories / add_memory / update_memory / forget_memory "
+    "for facts worth remembering. A hit's document is readable at remy://documents/{id}."
+)
+
+T = TypeVar("T")
+
+
+def build_server(tools: RemyTools) -> Server[Any]:
+    """The low-level MCP ``Server`` offering ``tools``' tools and documents."""
+    limiter = anyio.CapacityLimiter(1)
+    listed = [_tool(tools, spec) for spec in tools.specs()]
+
+    async def in_worker(fn: Callable[[], T]) -> T:
+        return await anyio.to_thread.run_sync(fn, limiter=limiter)
+
+    async def list_tools(
+        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=listed)
+
+    async def call_tool(
+        ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        try:
+            result = await in_worker(lambda: tools.call(params.name, params.arguments))
+        except RemyError as exc:
+            logger.info("tool %r refused: %s", params.name, exc)
+            return _error(str(exc))
+        except Exception as exc:
+            logger.exception("tool %r failed", params.name)
+            return _error(
+                f"unexpected {type(exc).__name__} in {params.name}: {exc} (a bug in "
+                "remy-retriever: please report it; the server log has the traceback)"
+            )
+        return _result(result)
+
+    async def list_resources(
+        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListResourcesResult:
+        documents = await in_worker(tools.list_documents)
+        return types.ListResourcesResult(
+            resources=[
+                types.Resource(
+                    name=doc_id, title=title, uri=document_uri(doc_id), mime_type="text/markdown"
+                )
+                for doc_id, title in documents
+            ]
+        )
+
+    async def list_templates(
+        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListResourceTemplatesResult:
+        template = types.ResourceTemplate(
+            name="document",
+            title="A document of the collection",
+            uri_template=DOCUMENT_URI_TEMPLATE,
+            description="A document's full text, then its citation as JSON. {id} is the "
+            "documentId of a search hit's citation, percent-encoded.",
+            mime_type="text/markdown",
+        )
+        return types.ListResourceTemplatesResult(resource_templates=[template])
+
+    async def read_resource(
+        ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
+    ) -> types.ReadResourceResult:
+        uri = str(params.uri)
+        doc_id = document_id_from_uri(uri)
+        if doc_id is None:
+            msg = f"unknown resource {uri!r}; documents are at {DOCUMENT_URI_TEMPLATE}"
+            raise MCPError(RESOURCE_NOT_FOUND, msg)
+        try:
+            text, citation = await in_worker(lambda: tools.read_document(doc_id))
+        except RemyError as exc:
+            raise MCPError(RESOURCE_NOT_FOUND, str(exc)) from None
+        return types.ReadResourceResult(
+            contents=[
+                types.TextResourceContents(uri=uri, mime_type="text/markdown", text=text),
+                types.TextResourceContents(
+                    uri=uri, mime_type="application/json", text=json.dumps(citation)
+                ),
+            ]
+        )
+
+    return Server(
+        "remy",
+        version=__version__,
+        title="remy-retriever",
+        instructions=INSTRUCTIONS,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+        on_list_resources=list_resources,
+        on_list_resource_templates=list_templates,
+        on_read_resource=read_resource,
+    )
+
+
+def _tool(tools: RemyTools, spec: ToolSpec) -> types.Tool:
+    return types.Tool(
+        name=spec.name,
+        title=spec.title,
+        description=spec.description,
+        input_schema=tools.input_schema(spec),
+        output_schema=tools.output_schema(spec),
+        annotations=types.ToolAnnotations(
+            title=spec.title,
+            read_only_hint=spec.read_only,
+            destructive_hint=spec.destructive,
+            idempotent_hint=spec.idempotent,
+            open_world_hint=False,
+        ),
+    )
+
+
+def _result(result: ToolResult) -> types.CallToolResult:
+    content: list[Any] = [types.TextContent(type="text", text=result.text)]
+    content += [
+        types.ResourceLink(
+            type="resource_link", name=doc_id, uri=document_uri(doc_id), mime_type="text/markdown"
+        )
+        for doc_id in result.document_ids
+    ]
+    return types.CallToolResult(content=content, structured_content=result.structured)
+
+
+def _error(message: str) -> types.CallToolResult:
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=message)], is_error=True
+    )
+
+
+def serve(
+    tools: RemyTools,
+    *,
+    transport: Literal["stdio", "streamable-http"] = "stdio",
+    host: str = "127.0.0.1",
+    port: int = 8000,
+) -> None:
+    """Serve ``tools`` until the client disconnects (stdio) or the process is stopped
+    (streamable HTTP, at ``http://HOST:PORT/mcp``)."""
+    server = build_server(tools)
+    if transport == "stdio":
+        anyio.run(_serve_stdio, server)
+    else:
+        anyio.run(_serve_http, server, host, port)
+
+
+async def _serve_stdio(server: Server[Any]) -> None:
+    async with stdio_server() as (read_stream, write_stream):
+        await server.run(read_stream, write_stream, server.create_initialization_options())
+
+
+async def _serve_http(server: Server[Any], host: str, port: int) -> None:
+    # lazy: uvicorn comes with the mcp extra and serves only this transport
+    import uvicorn
+
+    app = server.streamable_http_app(host=host)
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning")
+    await uvicorn.Server(config).serve()
