@@ -93,7 +93,8 @@ def memory_results(
             "metadata": dict(memory.metadata),
             "updated_at": memory.updated_at,
             "version": memory.version,
-            "root_memory_id": memory.root_id,
+            # Null for a memory never superseded (version 1), as supermemory does.
+            "root_memory_id": memory.root_id if memory.version > 1 else None,
         }
         if flags["relatedMemories"]:
             fields["context"] = contexts[memory.id]
