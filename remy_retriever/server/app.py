@@ -5,7 +5,8 @@ searches run side by side, and writes queue on the documents' lock and each stor
 writer lock (:mod:`.documents`). Every error is JSON, ``{"error": ..., "details": ...}``:
 400 for a bad request (``details`` lists the fields at fault), 401 without a valid key,
 403 for a container tag the key may not use, 404 for what does not exist (or is in
-another container), 413 for a body over the limit, 503 when the store is busy; a bug
+another container), 413 for a body over the limit, 503 when the store is busy; a model
+the request needs but the server cannot load (``rerank`` without a reranker) is a 400; a bug
 answers 500 with a generic message, and the traceback goes to the server's log only.
 """
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Annotated, Any, cast
 
 from fastapi import Depends, FastAPI, File, Form, Request, UploadFile
@@ -23,7 +25,7 @@ from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from ..errors import IndexLockedError, InvalidInputError, RemyError
+from ..errors import IndexLockedError, InvalidInputError, ModelLoadError, RemyError
 from ..loaders import MissingExtraError, loader_for
 from ..memory import MemoryNotFoundError
 from ..reprs import short_repr
@@ -73,7 +75,6 @@ def create_app(
             "document search, memories), plus remy's own search at /v1/search."
         ),
         responses=_ERRORS,
-        max_body_size=max_body_bytes,
     )
     app.state.keys = keys
 
@@ -230,6 +231,7 @@ def create_app(
 
     _install_errors(app)
     _install_openapi(app)
+    app.add_middleware(_BodyLimit, max_bytes=max_body_bytes)
     return app
 
 
@@ -302,6 +304,8 @@ def _install_errors(app: FastAPI) -> None:
             return _error(404, str(exc))
         if isinstance(exc, InvalidInputError):
             return _error(400, str(exc))
+        if isinstance(exc, ModelLoadError):  # e.g. rerank=true with no reranker installed
+            return _error(400, f"this server cannot do that: {exc}")
         if isinstance(exc, IndexLockedError):
             return _error(503, f"the store is busy: {exc}")
         _log.error("request failed", exc_info=exc)
@@ -334,3 +338,51 @@ def _install_openapi(app: FastAPI) -> None:
         return schema
 
     app.openapi = openapi  # type: ignore[method-assign]
+
+
+# -- body size limit ------------------------------------------------------------------------
+
+_Scope = MutableMapping[str, Any]
+_Message = MutableMapping[str, Any]
+_Receive = Callable[[], Awaitable[_Message]]
+_Send = Callable[[_Message], Awaitable[None]]
+
+
+class _BodyLimit:
+    """Refuse (413, JSON) a request whose body is over ``max_bytes``: by its
+    Content-Length before anything is read, else as it streams in (an HTTP error that
+    FastAPI hands to the JSON error handler). Hand-rolled: FastAPI's own limit answers in
+    plain text, and every error of this server is JSON."""
+
+    def __init__(self, app: Callable[[_Scope, _Receive, _Send], Awaitable[None]], max_bytes: int):
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: _Scope, receive: _Receive, send: _Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        for name, value in scope.get("headers", []):
+            if name == b"content-length":
+                declared = int(value) if value.isdigit() else -1
+                if not 0 <= declared <= self.max_bytes:
+                    await self._too_large()(scope, receive, send)
+                    return
+        seen = 0
+
+        async def limited() -> _Message:
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > self.max_bytes:
+                    raise StarletteHTTPException(413, self._message())
+            return message
+
+        await self.app(scope, limited, send)
+
+    def _message(self) -> str:
+        return f"request body over the limit of {self.max_bytes:,} bytes"
+
+    def _too_large(self) -> JSONResponse:
+        return _error(413, self._message(), {"limit": self.max_bytes})
