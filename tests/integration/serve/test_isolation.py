@@ -164,7 +164,7 @@ def _send(
     return httpx.request(method, server.url + path, headers=headers, timeout=120, **kwargs)
 
 
-@settings(max_examples=45, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
 @given(request=requests())
 def test_alice_never_sees_or_changes_bob(
     server: RemyServer, world: dict[str, Any], request: tuple[str, str, dict[str, Any]]
