@@ -113,13 +113,13 @@ def run_load(
         i = n
         while time.monotonic() < stop:
             q, tag = QUERIES[i % len(QUERIES)], TAGS[i % len(TAGS)]
-            searches.call(lambda: search(n, q, tag))
+            searches.call(lambda q=q, tag=tag: search(n, q, tag))
             i += 1
 
     def writer() -> None:
         i = first_doc
         while time.monotonic() < stop:
-            adds.call(lambda: add(i))
+            adds.call(lambda i=i: add(i))
             i += 1
 
     threads = [threading.Thread(target=searcher, args=(n,)) for n in range(clients)]
@@ -148,14 +148,16 @@ def start_server(db: Path, port: int, log: Path) -> subprocess.Popen[bytes]:
     deadline = time.monotonic() + 180
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise SystemExit(f"remy serve exited:\n{log.read_text()[-3000:]}")
+            msg = f"remy serve exited:\n{log.read_text()[-3000:]}"
+            raise SystemExit(msg)
         try:
             with urllib.request.urlopen(f"http://127.0.0.1:{port}/openapi.json", timeout=2):
                 return proc
         except OSError:
             time.sleep(0.3)
     proc.kill()
-    raise SystemExit("remy serve did not start within 180 s")
+    msg = "remy serve did not start within 180 s"
+    raise SystemExit(msg)
 
 
 def http_phase(db: Path, args: argparse.Namespace) -> dict[str, Any]:
