@@ -29,19 +29,24 @@ def free_port() -> int:
 
 class RemyServer:
     """``python -m remy_retriever.cli serve`` on a free port of 127.0.0.1, with a store
-    in ``path``; :meth:`stop` ends it (SIGTERM, then SIGKILL)."""
+    in ``path`` (or the store flags ``store``, e.g. ``--server``); :meth:`stop` ends it
+    (SIGTERM, then SIGKILL)."""
 
-    def __init__(self, path: Path, extra: list[str] | None = None) -> None:
+    def __init__(
+        self, path: Path, extra: list[str] | None = None, store: list[str] | None = None
+    ) -> None:
         self.path = path
+        self.store = ["--db", str(path)] if store is None else store
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log_path = path.parent / f"remy-serve-{self.port}.log"
+        path.parent.mkdir(parents=True, exist_ok=True)
         self.extra = extra or []
         self._proc: subprocess.Popen[bytes] | None = None
         self._log: IO[bytes] | None = None
 
     def start(self) -> RemyServer:
-        args = [sys.executable, "-m", "remy_retriever.cli", "serve", "--db", str(self.path)]
+        args = [sys.executable, "-m", "remy_retriever.cli", "serve", *self.store]
         args += ["--port", str(self.port), "--log-level", "warning", *self.extra]
         for key in KEYS:
             args += ["--api-key", key]
