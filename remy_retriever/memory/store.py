@@ -375,10 +375,12 @@ class MemoryStore:
         ``similarity`` is 0-1 by the rules of :mod:`remy_retriever.search.calibration` (a memory
         longer than one chunk scores by its best chunk); results below ``threshold`` are
         dropped. ``include``: ``{"relatedMemories"}`` adds ``context`` (parents and
-        children up to ``context_depth`` steps away, relative versions -1, -2... and
-        +1, +2...; forgotten ones left out), ``{"documents"}`` adds each memory's linked
-        documents. Chunk results always carry their source document in ``documents``,
-        ``version`` 1 and ``rootMemoryId`` null.
+        children along ``updates`` up to ``context_depth`` steps away, relative versions
+        -1, -2... and +1, +2...; ``related``: the memories linked by ``extends`` or
+        ``derives``; forgotten ones left out), ``{"documents"}`` adds each memory's
+        linked documents, ``{"forgottenMemories"}`` also returns forgotten memories
+        (the latest version of each). Chunk results always carry their source document
+        in ``documents``, ``version`` 1 and ``rootMemoryId`` null.
 
         Filters hold for every item in the response, context and documents included:
         ``container_tag`` matches a memory's container and a document's

@@ -171,14 +171,15 @@ class Service:
     ) -> dict[str, Any]:
         _no_filepath(body.filepath)
         include = body.include
-        if include.forgotten_memories:
-            msg = "include.forgottenMemories is not supported by remy; leave it false"
-            raise InvalidInputError(msg)
         started = time.perf_counter()
         mode = "hybrid" if include.chunks and body.search_mode == "memories" else body.search_mode
         tags = principal.scope(_tags(body.container_tag, body.container_tags))
         where = self.where(body.filters, None)
-        flags = {"relatedMemories": include.related_memories, "documents": include.documents}
+        flags = {
+            "relatedMemories": include.related_memories,
+            "documents": include.documents,
+            "forgottenMemories": include.forgotten_memories,
+        }
         results: list[dict[str, Any]] = []
         for tag in [None] if tags is None else tags:
             response = self.memories.search(

@@ -209,6 +209,10 @@ def test_memories_in_three_modes_with_versions_and_forget(server: RemyServer) ->
     assert forgotten == type(forgotten)(id=updated.id, forgotten=True)
     again = alice.search.memories(q=query, container_tag="alice")
     assert all("bike" not in (r.memory or "") for r in again.results)
+    shown = alice.search.memories(
+        q=query, container_tag="alice", include={"forgotten_memories": True}
+    )
+    assert shown.results[0].memory == "Alice's bike is blue"
     with pytest.raises(NotFoundError):
         alice.memories.forget(container_tag="alice", id=updated.id)
     with pytest.raises(PermissionDeniedError):
