@@ -170,15 +170,19 @@ def http_phase(db: Path, args: argparse.Namespace) -> dict[str, Any]:
 
         def make() -> Any:
             return Supermemory(
-                base_url=url, api_key=KEY, _strict_response_validation=True, max_retries=0
+                base_url=url,
+                api_key=KEY,
+                _strict_response_validation=True,
+                max_retries=0,
+                timeout=120,
             )
 
-        loader = make()
-        for lo in range(0, args.docs, 100):
+        loader = make().with_options(timeout=600)
+        for lo in range(0, args.docs, 50):
             loader.documents.batch_add(
                 documents=[
                     {"content": fact(i), "container_tag": TAGS[i % len(TAGS)]}
-                    for i in range(lo, min(args.docs, lo + 100))
+                    for i in range(lo, min(args.docs, lo + 50))
                 ]
             )
         clients = [make() for _ in range(args.clients)]

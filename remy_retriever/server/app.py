@@ -25,6 +25,7 @@ from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from ..documents import Document
 from ..errors import IndexLockedError, InvalidInputError, ModelLoadError, RemyError
 from ..loaders import MissingExtraError, loader_for
 from ..memory import MemoryNotFoundError
@@ -82,44 +83,52 @@ def create_app(
 
     @app.post("/v3/documents", response_model=wire.AddResponse, tags=["documents"])
     def add_document(body: wire.AddDocumentBody, caller: Caller) -> Json:
-        doc_id = service.documents.add(
+        document = service.documents.prepare(
             content=body.content,
             tag=caller.write_tag(one_tag(body.container_tag, body.container_tags)),
             custom_id=body.custom_id,
             metadata=body.metadata,
             filepath=body.filepath,
-            principal=caller,
         )
+        doc_id = service.documents.add(document, caller)
         return wire.AddResponse(id=doc_id, status="done").wire()
 
     @app.post("/v3/documents/batch", response_model=wire.BatchAddResponse, tags=["documents"])
     def batch_add(body: wire.BatchAddBody, caller: Caller) -> Json:
-        results: list[wire.BatchResult] = []
-        for item in body.documents:
+        outcomes: list[str | RemyError] = []
+        prepared: dict[int, Document] = {}
+        names: list[str] = []
+        for i, item in enumerate(body.documents):
             fields = (
                 item.model_dump(exclude_unset=True)
                 if isinstance(item, wire.BatchItem)
                 else {"content": item}
             )
+            names.append(str(fields.get("custom_id") or ""))
             try:
                 tag = one_tag(
                     fields.get("container_tag", body.container_tag),
                     fields.get("container_tags", body.container_tags),
                 )
-                doc_id = service.documents.add(
+                prepared[i] = service.documents.prepare(
                     content=fields["content"],
                     tag=caller.write_tag(tag),
                     custom_id=fields.get("custom_id"),
                     metadata=cast("dict[str, Any] | None", fields.get("metadata", body.metadata)),
                     filepath=fields.get("filepath", body.filepath),
-                    principal=caller,
                 )
-                results.append(wire.BatchResult(id=doc_id, status="done"))
+                outcomes.append("")
             except (InvalidInputError, AccessDeniedError) as exc:
-                custom = fields.get("custom_id") or ""
-                results.append(
-                    wire.BatchResult(id=custom, status="error", error=str(exc), details=str(exc))
-                )
+                outcomes.append(exc)
+        written = service.documents.add_many(list(prepared.values()), caller)
+        for i, outcome in zip(prepared, written):
+            outcomes[i] = outcome
+        results = [
+            wire.BatchResult(id=o, status="done")
+            if isinstance(o, str)
+            else wire.BatchResult(id=names[i], status="error", error=str(o), details=str(o))
+            for i, o in enumerate(outcomes)
+        ]
         failed = sum(r.status == "error" for r in results)
         return wire.BatchAddResponse(
             success=len(results) - failed, failed=failed, results=results
@@ -157,7 +166,7 @@ def create_app(
             raise InvalidInputError(str(exc)) from None
         tags = _tag_list(container_tags)
         meta = _json_object(metadata, "metadata")
-        doc_id = service.documents.add(
+        document = service.documents.prepare(
             content=loaded.text,
             tag=caller.write_tag(one_tag(container_tag, tags)),
             custom_id=custom_id,
@@ -166,8 +175,8 @@ def create_app(
             title=loaded.title,
             doc_type=loaded.type,
             pages=loaded.pages,
-            principal=caller,
         )
+        doc_id = service.documents.add(document, caller)
         return wire.AddResponse(id=doc_id, status="done").wire()
 
     @app.post("/v3/documents/list", response_model=wire.DocumentListResponse, tags=["documents"])

@@ -143,8 +143,8 @@ class Documents:
 
     # -- writes -----------------------------------------------------------------------
 
-    def add(
-        self,
+    @staticmethod
+    def prepare(
         *,
         content: str,
         tag: str | None,
@@ -154,16 +154,15 @@ class Documents:
         title: str | None = None,
         doc_type: str = "text",
         pages: tuple[int, ...] | None = None,
-        principal: Principal,
-    ) -> str:
-        """Add (or, for a known ``customId``, replace) a document; returns its id."""
+    ) -> Document:
+        """The remy document for a supermemory one (checked; nothing written)."""
         meta = check_metadata(metadata)
         doc_id = validate_document_id(custom_id) if custom_id else f"doc_{uuid.uuid4().hex}"
         if tag is not None:
             meta[CONTAINER_KEY] = tag
         if custom_id:
             meta[CUSTOM_ID_KEY] = custom_id
-        document = Document(
+        return Document(
             id=doc_id,
             text=content,
             title=title,
@@ -172,16 +171,46 @@ class Documents:
             metadata=meta,
             pages=pages,
         )
+
+    def add(self, document: Document, principal: Principal) -> str:
+        """Add (or, for a known ``customId``, replace) one prepared document."""
+        outcome = self.add_many([document], principal)[0]
+        if isinstance(outcome, Exception):
+            raise outcome
+        return outcome
+
+    def add_many(
+        self, documents: Sequence[Document], principal: Principal
+    ) -> list[str | InvalidInputError]:
+        """Add prepared documents in one write (one embedding batch, one commit); per
+        document, its id or the error that kept it out."""
+        outcomes: list[str | InvalidInputError] = [d.id for d in documents]
         with self.lock:
-            existing = self.retriever.get_documents([doc_id]).get(doc_id)
-            if existing is not None and not principal.can_see(_tag_of(existing)):
-                # Another container's document: the id is taken, and saying so would
-                # reveal it exists; refuse in the words of a bad id.
-                msg = f"customId {doc_id!r} cannot be used; choose another"
-                raise InvalidInputError(msg)
-            self.retriever.add([document])
-            self._sync_memory(doc_id)
-        return doc_id
+            existing = self.retriever.get_documents(sorted({d.id for d in documents}))
+            ready: list[int] = []
+            for i, doc in enumerate(documents):
+                stored = existing.get(doc.id)
+                if stored is not None and not principal.can_see(_tag_of(stored)):
+                    # Another container's document: the id is taken, and saying so
+                    # would reveal it exists; refuse in the words of a bad id.
+                    msg = f"customId {doc.id!r} cannot be used; choose another"
+                    outcomes[i] = InvalidInputError(msg)
+                else:
+                    ready.append(i)
+            try:
+                self.retriever.add([documents[i] for i in ready])
+            except InvalidInputError:
+                # One bad document refuses the whole write: add them one by one to
+                # tell which (the store is unchanged by the refused call).
+                for i in ready:
+                    try:
+                        self.retriever.add([documents[i]])
+                    except InvalidInputError as exc:
+                        outcomes[i] = exc
+            for i in ready:
+                if not isinstance(outcomes[i], Exception):
+                    self._sync_memory(documents[i].id)
+        return outcomes
 
     def update(
         self,
