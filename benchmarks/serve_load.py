@@ -229,6 +229,8 @@ def inprocess_phase(db: Path, args: argparse.Namespace, first_doc: int) -> dict[
 def render(data: dict[str, Any]) -> str:
     http, local = data["http"], data["in_process"]
     lines = [
+        "# remy serve under load",
+        "",
         f"`remy serve` under load: {data['clients']} SDK clients searching while one adds "
         f"documents, {data['seconds']:.0f} s per phase, {data['docs']} documents to start "
         f"(real MiniLM; load average {data['machine']['load_average_start']} at start, "
