@@ -49,7 +49,8 @@ class Service:
 
     def _values(self, key: str) -> Iterator[object]:
         """Every value stored under ``key`` in documents and memories (for the filter
-        operators ``where`` lacks; see :mod:`remy_retriever.supermemory_filters`)."""
+        operators ``where`` lacks; see :mod:`remy_retriever.supermemory_filters`). Cost:
+        one pass over the stored metadata, only for a request that uses them."""
         for table in (self.retriever.document_table, self.memories.memories.document_table):
             for page in table.iter_metadata():
                 for _, meta in page:
@@ -102,7 +103,7 @@ class Service:
         chosen = stored[(page - 1) * limit : page * limit]
         return wire.DocumentListResponse(
             memories=[
-                wire._DocumentOut(**_document_fields(s, content=body.include_content))
+                wire.DocumentOut(**_document_fields(s, content=body.include_content))
                 for s in chosen
             ],
             pagination=wire.Pagination(
@@ -226,7 +227,7 @@ class Service:
 
     # -- memories ---------------------------------------------------------------------
 
-    def _find_memory(self, principal: Principal, body: wire._MemoryTarget) -> Memory:
+    def _find_memory(self, principal: Principal, body: wire.MemoryTarget) -> Memory:
         tag = principal.require(check_tag(body.container_tag))
         if body.id is None and body.content is None:
             msg = "name the memory: id, or its exact content"

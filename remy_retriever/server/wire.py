@@ -31,12 +31,16 @@ __all__ = [
     "DeleteBulkResponse",
     "DocumentGetResponse",
     "DocumentListResponse",
+    "DocumentMemory",
+    "DocumentOut",
     "ErrorResponse",
     "ForgetMemoryBody",
     "ForgetMemoryResponse",
     "ListDocumentsBody",
+    "MemoryTarget",
     "NativeSearchBody",
     "NativeSearchResponse",
+    "Pagination",
     "SearchDocumentsBody",
     "SearchMemoriesBody",
     "UpdateDocumentBody",
@@ -179,7 +183,7 @@ DocumentType = Literal[
 ]
 
 
-class _DocumentOut(_Out):
+class DocumentOut(_Out):
     id: str
     custom_id: str | None = None
     container_tags: list[str] | None = None
@@ -195,7 +199,7 @@ class _DocumentOut(_Out):
     url: str | None = None
 
 
-class DocumentGetResponse(_DocumentOut):
+class DocumentGetResponse(DocumentOut):
     dreaming_status: Literal["done"] = "done"
     latest_revision: int = 1
     raw: str | None = None
@@ -216,7 +220,7 @@ class Pagination(_Out):
 
 
 class DocumentListResponse(_Out):
-    memories: list[_DocumentOut]
+    memories: list[DocumentOut]
     pagination: Pagination
 
 
@@ -305,13 +309,13 @@ class NativeSearchResponse(_Out):
 # -- memories ---------------------------------------------------------------------------
 
 
-class _MemoryTarget(_Body):
+class MemoryTarget(_Body):
     container_tag: str = Field(pattern=TAG_PATTERN)
     id: str | None = Field(default=None, min_length=1)
     content: str | None = Field(default=None, min_length=1)
 
 
-class UpdateMemoryBody(_MemoryTarget):
+class UpdateMemoryBody(MemoryTarget):
     """``memories.update_memory``: a new version of a memory (by id or exact content)."""
 
     new_content: str = Field(min_length=1)
@@ -335,7 +339,7 @@ class UpdateMemoryResponse(_Out):
     forget_reason: str | None = None
 
 
-class ForgetMemoryBody(_MemoryTarget):
+class ForgetMemoryBody(MemoryTarget):
     """``memories.forget``: hide a memory (by id or exact content)."""
 
     reason: str | None = None
