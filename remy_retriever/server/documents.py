@@ -207,9 +207,9 @@ class Documents:
                         self.retriever.add([documents[i]])
                     except InvalidInputError as exc:
                         outcomes[i] = exc
-            for i in ready:
-                if not isinstance(outcomes[i], Exception):
-                    self._sync_memory(documents[i].id)
+            self._sync_memories(
+                [documents[i].id for i in ready if not isinstance(outcomes[i], Exception)]
+            )
         return outcomes
 
     def update(
@@ -260,8 +260,8 @@ class Documents:
         with self.lock:
             present = self.retriever.get_documents(ids)
             self.retriever.delete(list(present))
-            for doc_id in present:
-                for memory in self._live_memories(doc_id):
+            for memories in self._live_memories(list(present)).values():
+                for memory in memories:
                     self.memories.forget(memory.id)
         return len(present)
 
@@ -273,33 +273,61 @@ class Documents:
 
     # -- the memory rule --------------------------------------------------------------
 
-    def _live_memories(self, doc_id: str) -> list[Memory]:
-        where = {"$and": [{SOURCE_KEY: doc_id}, {LATEST_KEY: True}, {FORGOTTEN_KEY: False}]}
-        ids = self.memories.memories.document_ids(where)
-        return [self.memories.get(i) for i in ids]
+    def _live_memories(self, doc_ids: Sequence[str]) -> dict[str, list[Memory]]:
+        """The latest, unforgotten memories made from each of these documents."""
+        out: dict[str, list[Memory]] = {d: [] for d in doc_ids}
+        if not doc_ids:
+            return out
+        where = {
+            "$and": [
+                {SOURCE_KEY: {"$in": list(doc_ids)}},
+                {LATEST_KEY: True},
+                {FORGOTTEN_KEY: False},
+            ]
+        }
+        for memory_id in self.memories.memories.document_ids(where):
+            memory = self.memories.get(memory_id)
+            source = memory.metadata.get(SOURCE_KEY)
+            if isinstance(source, str) and source in out:
+                out[source].append(memory)
+        return out
 
     def _sync_memory(self, doc_id: str) -> None:
-        """Apply the memory rule to a document just written (under :attr:`lock`)."""
-        stored = self.retriever.get_documents([doc_id]).get(doc_id)
-        live = self._live_memories(doc_id)
-        if stored is None:
-            return
-        tag = _tag_of(stored)
-        qualifies = tag is not None and stored.chunk_count == 1
-        meta = {**public_metadata(stored.document.metadata), SOURCE_KEY: doc_id}
-        keep: Memory | None = None
-        for memory in live:
-            if qualifies and keep is None and memory.container_tag == tag:
-                keep = memory
-            else:
-                self.memories.forget(memory.id)
-        if not qualifies:
-            return
-        content = stored.document.text
-        if keep is None:
-            self.memories.add(content, container_tag=tag, metadata=meta, document_ids=[doc_id])
-        elif keep.content != content or dict(keep.metadata) != meta:
-            self.memories.update(keep.id, content, metadata=meta)
+        self._sync_memories([doc_id])
+
+    def _sync_memories(self, doc_ids: Sequence[str]) -> None:
+        """Apply the memory rule to documents just written (under :attr:`lock`); the new
+        memories are written together."""
+        ids = list(dict.fromkeys(doc_ids))
+        stored_all = self.retriever.get_documents(ids)
+        live_all = self._live_memories(ids)
+        new: list[tuple[str, str, dict[str, MetadataValue]]] = []
+        for doc_id in ids:
+            stored = stored_all.get(doc_id)
+            live = live_all[doc_id]
+            tag = None if stored is None else _tag_of(stored)
+            qualifies = stored is not None and tag is not None and stored.chunk_count == 1
+            keep: Memory | None = None
+            for memory in live:
+                if qualifies and keep is None and memory.container_tag == tag:
+                    keep = memory
+                else:
+                    self.memories.forget(memory.id)
+            if not qualifies or stored is None or tag is None:
+                continue
+            meta = {**public_metadata(stored.document.metadata), SOURCE_KEY: doc_id}
+            content = stored.document.text
+            if keep is None:
+                new.append((content, tag, meta))
+            elif keep.content != content or dict(keep.metadata) != meta:
+                self.memories.update(keep.id, content, metadata=meta)
+        if new:
+            self.memories.add_many(
+                [content for content, _, _ in new],
+                container_tags=[tag for _, tag, _ in new],
+                metadata=[meta for _, _, meta in new],
+                document_ids=[[str(meta[SOURCE_KEY])] for _, _, meta in new],
+            )
 
 
 def _tag_of(stored: StoredDocument) -> str | None:

@@ -195,6 +195,31 @@ def test_derive_links_every_parent(store: MemoryStore) -> None:
         store.derive([x.id, other.id], "mixed")
 
 
+def test_add_many_writes_several_memories_at_once(store: MemoryStore) -> None:
+    a, b = store.add_many(
+        ["Pat walks to work", "Pat's sister lives in Oslo"],
+        container_tags=["many", "many"],
+        metadata=[{"kind": "habit"}, None],
+        document_ids=[["doc-a"], None],
+    )
+    assert (a.version, a.root_id, a.metadata, a.document_ids) == (
+        1,
+        a.id,
+        {"kind": "habit"},
+        ("doc-a",),
+    )
+    assert store.get(b.id).content == "Pat's sister lives in Oslo" and b.metadata == {}
+    found = store.search("where does Pat's sister live", container_tag="many")
+    assert found.results[0].id == b.id
+    before = store.memories.count()
+    with pytest.raises(InvalidInputError, match="2 contents but 1 metadata"):
+        store.add_many(["x", "y"], metadata=[None])
+    with pytest.raises(InvalidInputError, match="reserved"):
+        store.add_many(["ok", "bad"], metadata=[None, {"memory_x": 1}])
+    assert store.add_many([]) == []
+    assert store.memories.count() == before  # a refused call writes nothing
+
+
 def test_forget_hides_without_destroying_history(store: MemoryStore) -> None:
     a = store.add("Lee's locker code is 4512", container_tag="forget")
     b = store.update(a.id, "Lee's locker code is 9981")
