@@ -56,6 +56,7 @@ __all__ = [
     "MemoryContext",
     "MemoryResult",
     "MemorySearchResponse",
+    "RelatedMemory",
     "Relation",
     "WireModel",
 ]
@@ -175,14 +176,18 @@ Page = Annotated[int, Field(ge=1)]
 
 
 class DocumentChunk(WireModel):
-    """One chunk of a document result: its text, its 0-1 score, and whether it passed the
-    chunk threshold (``False``: included for context only). ``page``/``pageEnd`` (our
+    """One chunk of a document result: its text, its 0-1 score, whether it passed the
+    chunk threshold (``False``: included for context only) and its ``position`` in the
+    document (the 0-based chunk index: order chunks by it, and place context chunks
+    relative to the matching ones; remy always sets it, and it may be absent only from
+    responses written elsewhere, as in the spec's example). ``page``/``pageEnd`` (our
     addition to the spec, present only for paged documents such as PDFs): the 1-based
     page the chunk starts on, and the page it ends on when it runs onto a later one."""
 
     content: str
     score: Score
     is_relevant: bool
+    position: Annotated[int, Field(ge=0)] | None = None
     page: Page | None = None
     page_end: Page | None = None
 
@@ -216,8 +221,9 @@ class DocumentSearchResponse(WireModel):
 
 
 class ContextMemory(WireModel):
-    """A related memory: its content, how the two relate, and the relative version
-    distance (negative for parents: -1 the direct parent; positive for children)."""
+    """An earlier or later version of a memory (along ``updates``): its content, the
+    relation, and the relative version distance (negative for parents: -1 the direct
+    parent, -2 the grandparent; positive for children)."""
 
     memory: str
     relation: Relation
@@ -226,12 +232,26 @@ class ContextMemory(WireModel):
     metadata: Metadata = None
 
 
+class RelatedMemory(WireModel):
+    """A memory linked to a result by ``extends`` or ``derives`` (in either direction:
+    one the result builds on or is drawn from, or one that builds on or is drawn from
+    the result). Such a memory is a memory of its own, not a version of the result."""
+
+    memory: str
+    relation: Literal["extends", "derives"]
+    updated_at: Timestamp
+    metadata: Metadata = None
+
+
 class MemoryContext(WireModel):
-    """A memory's parents (what it updates, extends or derives from, nearest first) and
-    children (what updates, extends or derives from it, nearest first)."""
+    """A memory's version history and its related memories: ``parents`` (the versions it
+    ``updates``, nearest first), ``children`` (the versions that update it, nearest
+    first) and ``related`` (the memories it extends or derives from, and those that
+    extend or derive from it)."""
 
     parents: list[ContextMemory] = Field(default_factory=list)
     children: list[ContextMemory] = Field(default_factory=list)
+    related: list[RelatedMemory] = Field(default_factory=list)
 
 
 class LinkedDocument(WireModel):
@@ -265,8 +285,8 @@ class _OneKind(WireModel):
 
 class MemoryResult(_OneKind):
     """A memory: its full content (``memory``), 0-1 ``similarity``, ``version``,
-    ``rootMemoryId`` (the id of the memory's first version), and ``context`` /
-    ``documents`` when requested."""
+    ``rootMemoryId`` (the id of the memory's first version; null on version 1, a memory
+    that was never superseded), and ``context`` / ``documents`` when requested."""
 
     kind: ClassVar[str] = "memory"
     _other_key: ClassVar[str] = "chunk"

@@ -195,6 +195,8 @@ def _print_memory_results(response: Any) -> None:
                 print(f"    <- {entry.relation} ({entry.version}): {clip(entry.memory, 100)}")
             for entry in [] if context is None else context.children:
                 print(f"    -> {entry.relation} (+{entry.version}): {clip(entry.memory, 100)}")
+            for related in [] if context is None else context.related:
+                print(f"    ~ {related.relation}: {clip(related.memory, 100)}")
         else:
             doc = result.documents[0] if result.documents else None
             title = (doc.title or doc.id) if doc is not None else result.id

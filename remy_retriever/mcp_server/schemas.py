@@ -277,9 +277,6 @@ class MemoryOutput(_Wire):
     memory: str
     version: int
     root_memory_id: Union[str, None]
-    # The wire name of the parent changes to parentMemoryId with the supermemory wire
-    # fixes; either is accepted until both branches meet.
-    parent_id: Union[str, None] = None
     parent_memory_id: Union[str, None] = None
     parent_ids: list[str]
     relation: Union[Literal["updates", "extends", "derives"], None]

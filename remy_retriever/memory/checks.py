@@ -52,7 +52,8 @@ MAX_LINKED_DOCUMENTS = 100
 _MAX_LINKED_JSON_CHARS = 32 * 1024
 _SEARCH_MODES = ("memories", "hybrid", "documents")
 _INCLUDE = {"relatedMemories": "relatedMemories", "related_memories": "relatedMemories"}
-_INCLUDE.update(documents="documents")
+_INCLUDE.update(documents="documents", forgottenMemories="forgottenMemories")
+_INCLUDE.update(forgotten_memories="forgottenMemories")
 
 
 def check_context_depth(context_depth: object) -> int:
@@ -207,9 +208,10 @@ def check_search(search_mode: object, limit: object, threshold: object) -> None:
 
 
 def check_include(include: object) -> dict[str, bool]:
-    """The ``include`` flags as ``{"relatedMemories": bool, "documents": bool}``, from a
-    set of names (``related_memories`` also accepted) or a dict of flags."""
-    flags = {"relatedMemories": False, "documents": False}
+    """The ``include`` flags as ``{"relatedMemories": bool, "documents": bool,
+    "forgottenMemories": bool}``, from a set of names (``related_memories`` and
+    ``forgotten_memories`` also accepted) or a dict of flags."""
+    flags = {"relatedMemories": False, "documents": False, "forgottenMemories": False}
     if include is None:
         return flags
     if isinstance(include, Mapping):
@@ -225,7 +227,8 @@ def check_include(include: object) -> dict[str, bool]:
     for name, value in items:
         if name not in _INCLUDE:
             msg = (
-                f"unknown include flag {short_repr(name)}; use 'relatedMemories' and/or 'documents'"
+                f"unknown include flag {short_repr(name)}; use 'relatedMemories', "
+                "'documents' and/or 'forgottenMemories'"
             )
             raise InvalidInputError(msg)
         if not isinstance(value, bool):

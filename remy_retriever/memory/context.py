@@ -1,5 +1,6 @@
-"""Reading memory versions back from their collection, and the related-memory context of
-search results: each result's parents and children within ``context_depth`` steps.
+"""Reading memory versions back from their collection, and the context of search results:
+each result's version history (parents and children along ``updates``, within
+``context_depth`` steps) and its related memories (``extends``/``derives`` links).
 
 Every read goes through the public :class:`~remy_retriever.Retriever` API of the memory
 collection: :meth:`~remy_retriever.Retriever.get_documents` for versions by id and
@@ -11,10 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 from ..filters import Filter
-from ..responses import ContextMemory, MemoryContext, Relation
+from ..responses import ContextMemory, MemoryContext, RelatedMemory, Relation
 from ..retriever import Retriever
 from .model import PARENT_KEYS, ROOT_KEY, Memory, from_stored, is_visible
 
@@ -27,6 +28,7 @@ class _Related:
 
     parents: dict[str, tuple[int, Relation]] = field(default_factory=dict)
     children: dict[str, tuple[int, Relation]] = field(default_factory=dict)
+    related: dict[str, tuple[int, Relation]] = field(default_factory=dict)
 
 
 def load_memories(memories: Retriever, ids: Iterable[str]) -> dict[str, Memory]:
@@ -62,61 +64,84 @@ def memory_contexts(
     tag: str | None,
     tree: Filter | None,
 ) -> dict[str, MemoryContext]:
-    """Parents and children of each result, nearest first, within ``depth`` steps;
-    those a search with ``tag`` and ``tree`` may not show (forgotten ones too) are left
-    out, but the walk goes on through them."""
+    """The context of each result: its version history along ``updates`` within
+    ``depth`` steps (``parents``: the versions it replaced, nearest first; ``children``:
+    the versions that replaced it) and its ``related`` memories (one ``extends`` or
+    ``derives`` link away, in either direction). Those a search with ``tag`` and
+    ``tree`` may not show (forgotten ones too) are left out, but the walk goes on
+    through them."""
     known: dict[str, Memory] = {m.id: m for m in results}
     if depth and results:
         known.update(memory_tree(memories, (m.root_id for m in results)))
+    # Direct links first: every result's parents, and the memories naming it as a parent.
+    known.update(load_memories(memories, {p for m in results for p in m.parent_ids} - set(known)))
+    children_of = _children(memories, known, {m.id for m in results})
     related = {m.id: _Related() for m in results}
-    # Up: parents, grandparents... (each step one batched read of unknown ids).
-    frontier = {m.id: {m.id} for m in results}
+    for result in results:
+        rel = related[result.id]
+        if result.relation in ("extends", "derives"):
+            for parent in result.parent_ids:
+                if parent in known:
+                    rel.related[parent] = (0, cast(Relation, result.relation))
+        for child in sorted(children_of.get(result.id, ())):
+            relation = known[child].relation
+            if relation in ("extends", "derives"):
+                rel.related[child] = (0, cast(Relation, relation))
+    # Up the version chain: parents, grandparents... along `updates` only.
+    for result in results:
+        node, distance = result, 0
+        while node.relation == "updates" and node.parent_ids and distance < depth:
+            first = node.parent_ids[0]
+            up = known.get(first) or load_memories(memories, [first]).get(first)
+            if up is None:
+                break
+            known[up.id] = up
+            distance += 1
+            related[result.id].parents[up.id] = (-distance, "updates")
+            node = up
+    # Down the version chain: the versions that replaced the result (none for a
+    # latest version), along `updates` only, each step one query on the parent keys.
+    frontier = {m.id: m.id for m in results}
     for distance in range(1, depth + 1):
-        parents = {p for ids in frontier.values() for n in ids for p in known[n].parent_ids}
-        known.update(load_memories(memories, parents - set(known)))
-        for rid, ids in frontier.items():
-            step: set[str] = set()
-            for node in ids:
-                relation = known[node].relation
-                for parent in known[node].parent_ids:
-                    if parent in known and parent != rid and parent not in related[rid].parents:
-                        related[rid].parents[parent] = (-distance, cast(Relation, relation))
-                        step.add(parent)
-            frontier[rid] = step
-        if not any(frontier.values()):
-            break
-    # Down: children, grandchildren... (each step one query on the parent keys).
-    frontier = {m.id: {m.id} for m in results}
-    children_of: dict[str, set[str]] = {}
-    asked: set[str] = set()
-    for distance in range(1, depth + 1):
-        ask = sorted({n for ids in frontier.values() for n in ids} - asked)
+        ask = set(frontier.values()) - set(children_of)
         if ask:
-            asked.update(ask)
-            query = {"$or": [{key: {"$in": ask}} for key in PARENT_KEYS]}
-            found = find_memories(memories, query)
-            known.update(load_memories(memories, set(found) - set(known)))
-            for child in found:
-                if child in known:
-                    for parent in known[child].parent_ids:
-                        children_of.setdefault(parent, set()).add(child)
-        for rid, ids in frontier.items():
-            step = set()
-            for node in ids:
-                for child in sorted(children_of.get(node, ())):
-                    if child != rid and child not in related[rid].children:
-                        relation = cast(Relation, known[child].relation)
-                        related[rid].children[child] = (distance, relation)
-                        step.add(child)
-            frontier[rid] = step
-        if not any(frontier.values()):
+            children_of.update(_children(memories, known, ask))
+        step: dict[str, str] = {}
+        for rid, node_id in frontier.items():
+            for child in sorted(children_of.get(node_id, ())):
+                if known[child].relation == "updates" and child != rid:
+                    related[rid].children[child] = (distance, "updates")
+                    step[rid] = child
+                    break  # one version replaces another: a chain, not a tree
+        frontier = step
+        if not frontier:
             break
     out: dict[str, MemoryContext] = {}
     for rid, rel in related.items():
         out[rid] = MemoryContext(
             parents=_entries(rel.parents, known, tag, tree),
             children=_entries(rel.children, known, tag, tree),
+            related=_related(rel.related, known, tag, tree),
         )
+    return out
+
+
+def _children(
+    memories: Retriever, known: dict[str, Memory], parents: set[str]
+) -> dict[str, set[str]]:
+    """The ids of the versions naming each of ``parents`` as a parent (loaded into
+    ``known``)."""
+    out: dict[str, set[str]] = {p: set() for p in parents}
+    if not parents:
+        return out
+    ask = sorted(parents)
+    found = find_memories(memories, {"$or": [{key: {"$in": ask}} for key in PARENT_KEYS]})
+    known.update(load_memories(memories, set(found) - set(known)))
+    for child in found:
+        if child in known:
+            for parent in known[child].parent_ids:
+                if parent in out:
+                    out[parent].add(child)
     return out
 
 
@@ -141,4 +166,25 @@ def _entries(
                 metadata=dict(memory.metadata),
             )
         )
+    return entries
+
+
+def _related(
+    found: Mapping[str, tuple[int, Relation]],
+    known: Mapping[str, Memory],
+    tag: str | None,
+    tree: Filter | None,
+) -> list[RelatedMemory]:
+    entries = []
+    for mid, (_, relation) in sorted(found.items(), key=lambda kv: known[kv[0]].updated_at):
+        memory = known[mid]
+        if is_visible(memory, tag, tree):
+            entries.append(
+                RelatedMemory(
+                    memory=memory.content,
+                    relation=cast(Literal["extends", "derives"], relation),
+                    updated_at=memory.updated_at,
+                    metadata=dict(memory.metadata),
+                )
+            )
     return entries

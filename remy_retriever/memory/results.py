@@ -10,7 +10,7 @@ records are checked again, as a concurrent update may have landed in between.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from ..filters import Filter, matches
@@ -53,7 +53,10 @@ def memory_results(
     each memory, scored by its best chunk; with context and linked documents (from
     ``linked``) as the flags ask."""
     tag, tree, flags = request.tag, request.tree, request.flags
-    clauses: list[Mapping[str, Any]] = [{LATEST_KEY: True}, {FORGOTTEN_KEY: False}]
+    forgotten = flags.get("forgottenMemories", False)
+    clauses: list[Mapping[str, Any]] = [{LATEST_KEY: True}]
+    if not forgotten:
+        clauses.append({FORGOTTEN_KEY: False})
     if tag is not None:
         clauses.append({CONTAINER_KEY: tag})
     if request.where:
@@ -73,7 +76,13 @@ def memory_results(
     loaded = load_memories(memories, (doc for doc, _ in ranked))
     found = [(loaded[doc], score) for doc, score in ranked if doc in loaded]
     # Checked again against the loaded records: a concurrent update may have landed.
-    found = [(m, s) for m, s in found if m.latest and not m.forgotten and is_visible(m, tag, tree)]
+    found = [
+        (m, s)
+        for m, s in found
+        if m.latest
+        and (forgotten or not m.forgotten)
+        and is_visible(replace(m, forgotten=False), tag, tree)
+    ]
     contexts = (
         memory_contexts(memories, [m for m, _ in found], request.context_depth, tag, tree)
         if flags["relatedMemories"]
@@ -93,7 +102,8 @@ def memory_results(
             "metadata": dict(memory.metadata),
             "updated_at": memory.updated_at,
             "version": memory.version,
-            "root_memory_id": memory.root_id,
+            # Null for a memory never superseded (version 1), as supermemory does.
+            "root_memory_id": memory.root_id if memory.version > 1 else None,
         }
         if flags["relatedMemories"]:
             fields["context"] = contexts[memory.id]

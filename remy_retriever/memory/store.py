@@ -23,6 +23,7 @@ from ..errors import InvalidInputError
 from ..filters import parse_where
 from ..responses import ChunkResult, MemoryResult, MemorySearchResponse, Relation
 from ..retriever import Retriever
+from ..validation import as_list
 from .checks import (
     check_container_key,
     check_content,
@@ -171,24 +172,63 @@ class MemoryStore:
         document_ids: Sequence[str] | None = None,
     ) -> Memory:
         """Store a new memory (version 1; its ``root_id`` is its own id)."""
+        return self.add_many(
+            [content],
+            metadata=[metadata],
+            container_tags=[container_tag],
+            document_ids=[document_ids],
+        )[0]
+
+    def add_many(
+        self,
+        contents: Sequence[str],
+        *,
+        metadata: Sequence[Mapping[str, MetadataValue] | None] | None = None,
+        container_tags: Sequence[str | None] | None = None,
+        document_ids: Sequence[Sequence[str] | None] | None = None,
+    ) -> list[Memory]:
+        """Store several new memories in one write (one embedding batch): the i-th
+        memory has ``contents[i]``, ``metadata[i]``, ``container_tags[i]`` and
+        ``document_ids[i]`` (each list, when given, as long as ``contents``). All are
+        checked before anything is written."""
+        texts = as_list(contents, "add_many() contents", "['Alice prefers tea']")
+        columns: dict[str, list[Any]] = {}
+        for name, column in (
+            ("metadata", metadata),
+            ("container_tags", container_tags),
+            ("document_ids", document_ids),
+        ):
+            values = [None] * len(texts) if column is None else as_list(column, name, "[...]")
+            if len(values) != len(texts):
+                msg = (
+                    f"add_many() got {len(texts)} contents but {len(values)} {name}; give "
+                    "one per memory (None for none)"
+                )
+                raise InvalidInputError(msg)
+            columns[name] = values
         created = now()
-        new_id = new_memory_id()
-        memory = Memory(
-            id=new_id,
-            content=check_content(content),
-            version=1,
-            root_id=new_id,
-            parent_id=None,
-            relation=None,
-            container_tag=check_tag(container_tag),
-            metadata=check_metadata(metadata),
-            created_at=created,
-            updated_at=created,
-            document_ids=check_document_ids(document_ids),
-        )
-        with self._lock:
-            self._write([memory])
-        return memory
+        memories = []
+        for i, text in enumerate(texts):
+            new_id = new_memory_id()
+            memories.append(
+                Memory(
+                    id=new_id,
+                    content=check_content(text),
+                    version=1,
+                    root_id=new_id,
+                    parent_id=None,
+                    relation=None,
+                    container_tag=check_tag(columns["container_tags"][i]),
+                    metadata=check_metadata(columns["metadata"][i]),
+                    created_at=created,
+                    updated_at=created,
+                    document_ids=check_document_ids(columns["document_ids"][i]),
+                )
+            )
+        if memories:
+            with self._lock:
+                self._write(memories)
+        return memories
 
     def update(
         self,
@@ -375,10 +415,12 @@ class MemoryStore:
         ``similarity`` is 0-1 by the rules of :mod:`remy_retriever.search.calibration` (a memory
         longer than one chunk scores by its best chunk); results below ``threshold`` are
         dropped. ``include``: ``{"relatedMemories"}`` adds ``context`` (parents and
-        children up to ``context_depth`` steps away, relative versions -1, -2... and
-        +1, +2...; forgotten ones left out), ``{"documents"}`` adds each memory's linked
-        documents. Chunk results always carry their source document in ``documents``,
-        ``version`` 1 and ``rootMemoryId`` null.
+        children along ``updates`` up to ``context_depth`` steps away, relative versions
+        -1, -2... and +1, +2...; ``related``: the memories linked by ``extends`` or
+        ``derives``; forgotten ones left out), ``{"documents"}`` adds each memory's
+        linked documents, ``{"forgottenMemories"}`` also returns forgotten memories
+        (the latest version of each). Chunk results always carry their source document
+        in ``documents``, ``version`` 1 and ``rootMemoryId`` null.
 
         Filters hold for every item in the response, context and documents included:
         ``container_tag`` matches a memory's container and a document's

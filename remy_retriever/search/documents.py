@@ -237,7 +237,13 @@ def _result(
 def _chunk(text: str, score: float, relevant: bool, citation: Citation) -> DocumentChunk:
     pages = {"page": citation.page, "page_end": citation.page_end}
     fields: dict[str, Any] = {k: v for k, v in pages.items() if v is not None}
-    return DocumentChunk(content=text, score=score, is_relevant=relevant, **fields)
+    return DocumentChunk(
+        content=text,
+        score=score,
+        is_relevant=relevant,
+        position=citation.chunk_index,
+        **fields,
+    )
 
 
 # -- extractive summary ------------------------------------------------------------------

@@ -142,17 +142,17 @@ def test_context_parents_and_children_with_relative_versions(
         ("Sam's favourite drink is black tea", "updates", -1),
         ("Sam's favourite drink is green tea", "updates", -2),
     ]
-    children = [(c.memory, c.relation, c.version) for c in a3.context.children]
-    assert children == [("Sam drinks an espresso every morning at seven", "extends", 1)]
+    assert a3.context.children == []  # the latest version: nothing replaced it
+    related = [(r.memory, r.relation) for r in a3.context.related]
+    assert related == [("Sam drinks an espresso every morning at seven", "extends")]
     assert a3.context.parents[0].updated_at == chain["a2"].updated_at
     ext = by_id[chain["ext"].id]
     assert ext.context is not None
-    assert [(p.relation, p.version) for p in ext.context.parents] == [
-        ("extends", -1),
-        ("updates", -2),
-        ("updates", -3),
+    # An extension is a memory of its own (version 1): no version history, one related.
+    assert ext.context.parents == [] and ext.context.children == []
+    assert [(r.memory, r.relation) for r in ext.context.related] == [
+        ("Sam's favourite drink is espresso", "extends")
     ]
-    assert ext.context.children == []
     wire = a3.to_dict()
     assert wire["context"]["parents"][0]["version"] == -1
     assert wire["rootMemoryId"] == chain["a1"].id
@@ -179,16 +179,45 @@ def test_derive_links_every_parent(store: MemoryStore) -> None:
     assert set(by_id) == {x.id, y.id, z.id}  # deriving replaces nothing
     derived = by_id[z.id].context
     assert derived is not None
-    assert sorted((p.memory, p.relation, p.version) for p in derived.parents) == [
-        ("Kim lives in Lisbon", "derives", -1),
-        ("Kim works remotely for a Berlin company", "derives", -1),
+    assert derived.parents == []
+    assert sorted((r.memory, r.relation) for r in derived.related) == [
+        ("Kim lives in Lisbon", "derives"),
+        ("Kim works remotely for a Berlin company", "derives"),
     ]
     x_context = by_id[x.id].context
     assert x_context is not None
-    assert [(c.relation, c.version) for c in x_context.children] == [("derives", 1)]
+    assert x_context.children == []
+    assert [(r.memory, r.relation) for r in x_context.related] == [
+        ("Kim commutes to Berlin rarely", "derives")
+    ]
     other = store.add("unrelated", container_tag="elsewhere")
     with pytest.raises(MemoryStateError, match="different containers"):
         store.derive([x.id, other.id], "mixed")
+
+
+def test_add_many_writes_several_memories_at_once(store: MemoryStore) -> None:
+    a, b = store.add_many(
+        ["Pat walks to work", "Pat's sister lives in Oslo"],
+        container_tags=["many", "many"],
+        metadata=[{"kind": "habit"}, None],
+        document_ids=[["doc-a"], None],
+    )
+    assert (a.version, a.root_id, a.metadata, a.document_ids) == (
+        1,
+        a.id,
+        {"kind": "habit"},
+        ("doc-a",),
+    )
+    assert store.get(b.id).content == "Pat's sister lives in Oslo" and b.metadata == {}
+    found = store.search("where does Pat's sister live", container_tag="many")
+    assert found.results[0].id == b.id
+    before = store.memories.count()
+    with pytest.raises(InvalidInputError, match="2 contents but 1 metadata"):
+        store.add_many(["x", "y"], metadata=[None])
+    with pytest.raises(InvalidInputError, match="reserved"):
+        store.add_many(["ok", "bad"], metadata=[None, {"memory_x": 1}])
+    assert store.add_many([]) == []
+    assert store.memories.count() == before  # a refused call writes nothing
 
 
 def test_forget_hides_without_destroying_history(store: MemoryStore) -> None:
@@ -200,7 +229,7 @@ def test_forget_hides_without_destroying_history(store: MemoryStore) -> None:
     response = store.search("locker code", container_tag="forget", include={"relatedMemories"})
     assert _ids(response) == [b.id]
     context = response.results[0].context
-    assert context is not None and context.children == []  # forgotten: not in context
+    assert context is not None and context.related == []  # forgotten: not in context
     assert [p.memory for p in context.parents] == ["Lee's locker code is 4512"]
     store.forget(b.id)
     assert store.search("locker code", container_tag="forget").results == []
@@ -392,7 +421,7 @@ def test_cli_memory_commands(db: Path, docs: Retriever, capsys: pytest.CaptureFi
         memory_main(["add", "Ash takes the 8:15 train", "--container", "ash", *base, "--json"]) == 0
     )
     added = json.loads(capsys.readouterr().out)
-    assert added["version"] == 1 and added["rootMemoryId"] == added["id"]
+    assert added["version"] == 1 and added["rootMemoryId"] is None
     assert memory_main(["update", added["id"], "Ash takes the 7:40 train", *base]) == 0
     assert f"updated {added['id']} -> mem_" in capsys.readouterr().out
     args = ["search", "which train does Ash take", "--container", "ash", "--related", *base]

@@ -531,7 +531,7 @@ def memories(root: Path, store: Retriever) -> Iterator[tuple[MemoryStore, list[s
 
 
 memory_ops = st.sampled_from(
-    ["add", "update", "extend", "derive", "forget", "get", "history", "search"]
+    ["add", "add_many", "update", "extend", "derive", "forget", "get", "history", "search"]
 )
 valid_memory_kw: dict[str, st.SearchStrategy[Any]] = {
     "metadata": st.sampled_from([None, {"n": 1}]),
@@ -557,6 +557,7 @@ memory_kw = perturbed(
 )
 _TAKES = {
     "add": ("metadata", "container_tag", "document_ids"),
+    "add_many": ("metadata", "container_tag", "document_ids"),
     "update": ("metadata", "document_ids"),
     "extend": ("metadata", "document_ids"),
     "derive": ("metadata", "document_ids"),
@@ -593,6 +594,12 @@ def test_every_memory_store_call(
     args = {n: real(v) for n, v in kw.items() if n in _TAKES.get(op, ())}
     calls = {
         "add": lambda: m.add(text, **args),
+        "add_many": lambda: m.add_many(
+            [text, "a second fact"],
+            metadata=[args.get("metadata"), None],
+            container_tags=[args.get("container_tag"), None],
+            document_ids=[args.get("document_ids"), None],
+        ),
         "update": lambda: m.update(ident, text, **args),
         "extend": lambda: m.extend(ident, text, **args),
         "derive": lambda: m.derive([ident] if isinstance(target, int) else ident, text, **args),

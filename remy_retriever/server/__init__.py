@@ -1,0 +1,16 @@
+"""``remy serve``: a self-hosted, supermemory-compatible HTTP API on remy-retriever.
+
+A door on top of the engine (like the CLI): FastAPI and uvicorn (the ``server`` extra)
+are imported only here, never by ``import remy_retriever``. Modules: :mod:`.auth` (API
+keys bound to container tags), :mod:`.wire` (request and response bodies),
+:mod:`.documents` (supermemory documents on a Retriever, and the memory rule),
+:mod:`.service` (what each route does), :mod:`.app` (the FastAPI application).
+"""
+
+from __future__ import annotations
+
+from .app import DEFAULT_MAX_BODY_BYTES, create_app
+from .auth import ApiKey, KeyRing, parse_api_key
+from .service import Service
+
+__all__ = ["DEFAULT_MAX_BODY_BYTES", "ApiKey", "KeyRing", "Service", "create_app", "parse_api_key"]
