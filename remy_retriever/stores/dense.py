@@ -45,7 +45,7 @@ from ..embeddings import (
 )
 from ..errors import CollectionNotFoundError, InvalidInputError, ModelLoadError, StoreError
 from ..records import EMBEDDER_KEY, EMBEDDER_PENDING_KEY, GENERATION_KEY, Record, pack, unpack
-from .chroma import ChromaCalls, paged
+from .chroma import HNSW_KEYS, ChromaCalls, check_hnsw, paged
 from .identity import (
     EmbedderIdentity,
     PreparedEmbedder,
@@ -58,33 +58,6 @@ from .identity import (
 __all__ = ["HNSW_KEYS", "STALE_READ_DELAYS", "STALE_VIEW_ERRORS", "DenseStore", "check_hnsw"]
 
 T = TypeVar("T")
-
-#: HNSW settings a new collection accepts (Chroma's defaults: 100, 16, 100).
-HNSW_KEYS = ("ef_construction", "max_neighbors", "ef_search")
-
-
-def check_hnsw(hnsw: object) -> dict[str, int]:
-    """Validate ``hnsw=`` settings: a mapping from :data:`HNSW_KEYS` to ints 2..10,000.
-    (Chroma accepts nonsense such as ``ef_construction=0`` without a word.)"""
-    if hnsw is None:
-        return {}
-    if not isinstance(hnsw, Mapping):
-        msg = (
-            f"hnsw must be a dict such as {{'ef_construction': 64}}, "
-            f"got {type(hnsw).__name__} {hnsw!r:.80}"
-        )
-        raise InvalidInputError(msg)
-    out: dict[str, int] = {}
-    for key, value in hnsw.items():
-        if key not in HNSW_KEYS:
-            msg = f"unknown HNSW setting {key!r}; use one of {', '.join(HNSW_KEYS)}"
-            raise InvalidInputError(msg)
-        if isinstance(value, bool) or not isinstance(value, int) or not 2 <= value <= 10_000:
-            msg = f"HNSW setting {key}={value!r:.40} must be an int from 2 to 10,000"
-            raise InvalidInputError(msg)
-        out[key] = value
-    return out
-
 
 #: For each embedded Chroma "system" (one per store path and process, shared by every
 #: client of that path): collection name -> the generation its in-memory state reflects.
