@@ -37,9 +37,7 @@ def test_generated_blocks_match_the_results(doc: Path) -> None:
     rendered = readme.render(text)
     if rendered != text:
         changed = [
-            f"{a!r} -> {b!r}"
-            for a, b in zip(text.splitlines(), rendered.splitlines())
-            if a != b
+            f"{a!r} -> {b!r}" for a, b in zip(text.splitlines(), rendered.splitlines()) if a != b
         ][:5]
         pytest.fail(
             f"{doc.name}: a generated block differs from benchmarks/results ({changed}); "
