@@ -263,12 +263,12 @@ def _cached_model(name: str) -> str | None:
     """The local directory of hub model ``name`` if it is in the Hugging Face cache (no
     network access), else ``None``. Loading from that directory makes no hub requests,
     which is what keeps an offline machine from waiting on retries."""
-    # lazy: huggingface_hub is only needed when reranking is asked for
-    from huggingface_hub import snapshot_download
-
     try:
+        # lazy: huggingface_hub (with the model extra) is only needed to rerank
+        from huggingface_hub import snapshot_download
+
         path = snapshot_download(name, local_files_only=True)
-    except Exception:  # not cached, or not a valid hub name: either way, not here
+    except Exception:  # not installed, not cached, or not a hub name: not here
         return None
     return path if (Path(path) / "config.json").is_file() else None
 
