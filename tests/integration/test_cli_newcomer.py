@@ -195,3 +195,18 @@ def test_explain_shows_the_query_words_and_why_a_branch_adds_zero(
     assert info.matched_stems[:2] == ("instal", "remi")
     wire = hits[0].to_dict()["explain"]
     assert wire["matchedTerms"][0] == "Installing" and wire["matchedStems"][0] == "instal"
+
+
+def test_the_library_message_blames_no_unset_variable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from remy_retriever import CrossEncoderReranker
+
+    (tmp_path / "config.json").write_text("{}")  # a directory that is no model
+    for value, named in (("", False), ("1", True)):
+        monkeypatch.setenv("HF_HUB_OFFLINE", value)
+        with pytest.raises(ModelLoadError) as caught:
+            CrossEncoderReranker(str(tmp_path)).score("q", ["text"])
+        message = str(caught.value)
+        assert "--rerank-model PATH" in message
+        assert ("HF_HUB_OFFLINE" in message) is named, message
