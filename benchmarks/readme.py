@@ -1,43 +1,234 @@
-"""Refresh the result tables in benchmarks/README.md from benchmarks/results/*.md.
+"""Refresh every measured number in the docs from benchmarks/results/.
 
     python -m benchmarks.readme
 
-Each block between ``<!-- results:NAME -->`` and ``<!-- /results:NAME -->`` is replaced by
-``results/NAME.md`` without its first heading line; everything else is left as written.
+Two kinds of generated block, in README.md, benchmarks/README.md and SECURITY.md
+(:data:`DOCS`); everything outside them is left as written:
+
+* ``<!-- results:NAME -->`` ... ``<!-- /results:NAME -->`` is replaced by
+  ``results/NAME.md`` without its first heading line (the benchmark's own table);
+* ``<!-- view:NAME -->`` ... ``<!-- /view:NAME -->`` is replaced by ``VIEWS[NAME]``, a
+  short summary rendered from the results' JSON (for README.md and SECURITY.md, which
+  quote a few numbers rather than whole tables).
+
+``tests/unit/test_docs_numbers.py`` fails when a block differs from what this renders,
+so a doc can never quote a number its results do not hold.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from benchmarks import common
 
 README = common.ROOT / "benchmarks" / "README.md"
-_BLOCK = re.compile(r"(<!-- results:([\w.-]+) -->\n).*?(<!-- /results:\2 -->)", re.S)
+#: The docs whose generated blocks this refreshes.
+DOCS = (common.ROOT / "README.md", README, common.ROOT / "SECURITY.md")
+_BLOCK = re.compile(r"(<!-- (results|view):([\w.-]+) -->\n).*?(<!-- /\2:\3 -->)", re.S)
+
+
+def _load(results: Path, name: str) -> Any:
+    return json.loads((results / f"{name}.json").read_text())
+
+
+def _fmt(value: float, places: int = 3) -> str:
+    return f"{value:.{places}f}"
+
+
+def _ms(value: float) -> str:
+    return f"{value:.1f}" if value < 100 else f"{value:.0f}"
+
+
+_PEERS = {
+    "langchain-ensemble": "LangChain `EnsembleRetriever`",
+    "llamaindex-fusion": "LlamaIndex `QueryFusionRetriever`",
+}
+
+
+def _quality(results: Path) -> list[dict[str, Any]]:
+    """Each quality run's dataset (the files ``quality-*.json``), by name."""
+    out = []
+    for path in sorted(results.glob("quality-*.json")):
+        data = json.loads(path.read_text())
+        for ds in data["datasets"]:
+            out.append({**ds, "machine": data["machine"]})
+    return sorted(out, key=lambda ds: (-int(ds["queries"]), ds["dataset"]))  # largest first
+
+
+def _default_mode(ours: dict[str, Any]) -> str:
+    fusion = ours["library_default_fusion"]
+    return f"hybrid-{fusion['fusion']}-a{fusion['alpha']}"
+
+
+def view_quality(results: Path) -> str:
+    """README "Evaluation results": ours per mode and both peers, from one run each."""
+    rows = ["| dataset | system | nDCG@10 | R@100 | p50 ms |", "|---|---|---|---|---|"]
+    leads, dates = [], []
+    for ds in _quality(results):
+        systems = ds["systems"]
+        ours = systems["ours"]
+        default = _default_mode(ours)
+        fusion = ours["library_default_fusion"]
+        name = f"{ds['dataset']} ({ds['queries']} q)"
+        for mode, label in (
+            ("lexical", "remy lexical (BM25, tantivy)"),
+            ("semantic", "remy semantic (MiniLM)"),
+            (default, f"**remy hybrid** ({fusion['fusion']}, alpha {fusion['alpha']})"),
+        ):
+            m = ours["modes"][mode]
+            rows.append(
+                f"| {name} | {label} | {_fmt(m['nDCG@10'])} | {_fmt(m['R@100'])} "
+                f"| {_ms(m['p50_ms'])} |"
+            )
+            name = ds["dataset"]
+        best_peer = 0.0
+        for key, label in _PEERS.items():
+            if key not in systems:
+                continue
+            m = systems[key]["modes"]["hybrid"]
+            best_peer = max(best_peer, m["nDCG@10"])
+            rows.append(
+                f"| {ds['dataset']} | {label} | {_fmt(m['nDCG@10'])} | {_fmt(m['R@100'])} "
+                f"| {_ms(m['p50_ms'])} |"
+            )
+        lead = ours["modes"][default]["nDCG@10"] - best_peer
+        leads.append(f"{ds['dataset']} {lead:+.4f}")
+        dates.append(f"{ds['dataset']} {ds['machine']['date'][:10]}")
+        embedding = systems.get("ours-e2e", {}).get("query_embedding")
+        if embedding:
+            leads[-1] += f" (query embedding alone: p50 {_ms(embedding['p50_ms'])} ms)"
+    machine = _quality(results)[0]["machine"] if _quality(results) else {}
+    return (
+        "\n".join(rows)
+        + "\n\nnDCG@10 lead of remy's default hybrid over the better peer, and what the "
+        f"real query embedding adds to the p50 (excluded above): {'; '.join(leads)}. "
+        f"Runs: {', '.join(dates)}, {machine.get('cores')} cores "
+        f"({machine.get('cpu', '')}).\n"
+    )
+
+
+def view_fusion(results: Path) -> str:
+    """README "How the default fusion was chosen": the sweep's numbers."""
+    train = _load(results, "fusion-sweep-scifact-train")["rows"]
+    fused = {k: v for k, v in train.items() if k.startswith(("rrf", "convex"))}
+    best = max(fused, key=lambda k: fused[k][0])
+    rrf = "rrf k=60 w_sem=1.0"
+    tests = []
+    for name in ("scifact", "cisi"):
+        path = results / f"fusion-sweep-{name}-test.json"
+        if path.is_file():
+            rows = json.loads(path.read_text())["rows"]
+            tests.append(f"{_fmt(rows[best][0])} on {name} (RRF k=60: {_fmt(rows[rrf][0])})")
+    return (
+        f"On SciFact's *train* queries (disjoint from the test set) the best setting was "
+        f"`{best}` with nDCG@10 {_fmt(fused[best][0])}, against {_fmt(train[rrf][0])} for "
+        f"RRF k=60; on the test sets it gives {', '.join(tests)}.\n"
+    )
+
+
+def view_first_eval(results: Path) -> str:
+    """README "CLI": how long the first `remy eval` on SciFact embeds."""
+    ingest = _load(results, "ingest")
+    rate = ingest["result"]["chunks"] / ingest["result"]["raw_encode_median_s"]
+    scifact = next(ds for ds in _quality(results) if ds["dataset"] == "scifact")
+    minutes = scifact["chunks"] / rate / 60
+    return (
+        f"SciFact makes {scifact['chunks']:,} chunks, and the default model embeds about "
+        f"{rate:.1f} chunks/s with one torch thread on a {ingest['machine']['cores']}-core "
+        f"machine (`benchmarks/results/ingest.md`), so the first run takes about "
+        f"{minutes:.0f} minutes.\n"
+    )
+
+
+def view_cli_startup(results: Path) -> str:
+    """README "CLI": what one call costs, lexical (no model) and hybrid, and before."""
+    data = _load(results, "cli-startup")
+    r = data["result"]
+    calls = {(c["code"], c["call"]): c for c in r["calls"]}
+    lexical = calls[("current", "remy search --mode lexical")]
+    hybrid = calls[("current", "remy search (hybrid)")]
+    before = [
+        c for (code, call), c in calls.items() if code != "current" and call == lexical["call"]
+    ]
+    then = f" (the code before lazy loading: {before[0]['median_s']:.1f} s)" if before else ""
+    return (
+        f"One `remy search --mode lexical` call took {lexical['median_s']:.1f} s end to end"
+        f"{then}, a hybrid one {hybrid['median_s']:.1f} s, most of that loading torch and "
+        f"the model; importing chromadb alone took {r['import_chromadb_median_s']:.1f} s "
+        f"(medians of {r['reps']} fresh processes each, {data['machine']['cores']} cores, "
+        f"load average {data['machine']['load_average_start'][0]} at the start: "
+        "`benchmarks/results/cli-startup.md`).\n"
+    )
+
+
+def view_long_query(results: Path) -> str:
+    """SECURITY.md "Bounded work": what a 100,000-character query costs."""
+    data = _load(results, "long-query")
+    r = data["result"]
+    m = data["machine"]
+    per_mode = ", ".join(
+        f"{mode} {row['long_p50_s']:.2f} s (slowest {row['long_max_s']:.2f} s)"
+        for mode, row in r["modes"].items()
+    )
+    return (
+        f"  Measured (`benchmarks/results/long-query.md`): a {r['query_chars']:,}-character "
+        f"query with explain, highlight and expand took, median of {r['reps']}: "
+        f"{per_mode}, over {r['chunks']} chunks with the real MiniLM model on one torch "
+        f"thread, {m['cores']} cores shared with other jobs (load average "
+        f"{m['load_average_start'][0]} at the start).\n"
+    )
+
+
+VIEWS: dict[str, Callable[[Path], str]] = {
+    "quality": view_quality,
+    "fusion": view_fusion,
+    "first-eval": view_first_eval,
+    "cli-startup": view_cli_startup,
+    "long-query": view_long_query,
+}
+
+
+def render(text: str, results: Path = common.RESULTS_DIR) -> str:
+    """``text`` with every generated block filled from ``results`` (a block whose
+    results file is missing is left as it is)."""
+
+    def fill(match: re.Match[str]) -> str:
+        kind, name = match.group(2), match.group(3)
+        if kind == "results":
+            path = results / f"{name}.md"
+            if not path.is_file():
+                return match.group(0)
+            body = path.read_text().split("\n", 1)[1].strip()  # drop the "# title" line
+            body = re.sub(r"^## ", "#### ", body, flags=re.M)
+            body += "\n"
+        else:
+            if name not in VIEWS:
+                msg = f"unknown view {name!r}; known: {', '.join(sorted(VIEWS))}"
+                raise KeyError(msg)
+            try:
+                body = VIEWS[name](results)
+            except FileNotFoundError:  # its benchmark has not run yet
+                return match.group(0)
+        return f"{match.group(1)}{body}{match.group(4)}"
+
+    return _BLOCK.sub(fill, text)
 
 
 def refresh(readme: Path = README, results: Path = common.RESULTS_DIR) -> str:
-    text = readme.read_text()
-
-    def fill(match: re.Match[str]) -> str:
-        name = match.group(2)
-        path = results / f"{name}.md"
-        if not path.is_file():
-            return match.group(0)
-        body = path.read_text().split("\n", 1)[1].strip()  # drop the "# title" line
-        body = re.sub(r"^## ", "#### ", body, flags=re.M)
-        return f"{match.group(1)}{body}\n{match.group(3)}"
-
-    out = _BLOCK.sub(fill, text)
+    out = render(readme.read_text(), results)
     readme.write_text(out)
     return out
 
 
 def main() -> int:
-    refresh()
-    print(f"refreshed {README}")
+    for doc in DOCS:
+        refresh(doc)
+        print(f"refreshed {doc}")
     return 0
 
 

@@ -1,17 +1,18 @@
 """Quickstart: ingest the bundled Markdown corpus and print cited hybrid search hits.
 
 Run it with ``make demo`` (or ``python examples/quickstart.py [DATA_DIR]``). It builds an
-embedded Chroma store in ``DATA_DIR`` (default: a fresh temporary directory), ingests
-``examples/corpus/`` with the bundled all-MiniLM-L6-v2 model, then runs a few hybrid
-queries and prints each hit with its score, heading path and source file. Everything runs
-offline.
+embedded Chroma store in ``DATA_DIR`` (default: ``.remy-demo/`` at the top of the
+repository, git-ignored), ingests ``examples/corpus/`` with the bundled all-MiniLM-L6-v2
+model, then runs a few hybrid queries and prints each hit with its score, heading path and
+source file. The store is kept, so ``remy search`` can query it afterwards (the last line
+prints the command); running the demo again re-embeds nothing. Everything runs offline.
 """
 
 from __future__ import annotations
 
 import os
+import shlex
 import sys
-import tempfile
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -20,6 +21,9 @@ os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 from remy_retriever import Retriever, SearchHit
 
 CORPUS = Path(__file__).resolve().parent / "corpus"
+#: Where ``make demo`` keeps its store (listed in .gitignore).
+DEFAULT_DATA_DIR = Path(__file__).resolve().parent.parent / ".remy-demo"
+COLLECTION = "quickstart"
 QUERIES = (
     "how do I install remy on linux",
     "what does reciprocal rank fusion do",
@@ -40,7 +44,7 @@ def render(rank: int, hit: SearchHit) -> str:
 
 
 def main(data_dir: str) -> None:
-    with Retriever(data_dir, collection="quickstart") as retriever:
+    with Retriever(data_dir, collection=COLLECTION) as retriever:
         report = retriever.ingest(CORPUS)
         print(
             f"ingested {len(report.added) + len(report.updated)} new or changed documents "
@@ -50,11 +54,11 @@ def main(data_dir: str) -> None:
             print(f"\nquery: {query!r} (hybrid)")
             for rank, hit in enumerate(retriever.search(query, mode="hybrid", k=3), start=1):
                 print(render(rank, hit))
+    command = shlex.join(
+        ["remy", "search", "install on linux", "--db", data_dir, "--collection", COLLECTION]
+    )
+    print(f"\nThe store is kept in {data_dir}; search it yourself:\n  {command}")
 
 
 if __name__ == "__main__":
-    if len(sys.argv) > 1:
-        main(sys.argv[1])
-    else:
-        with tempfile.TemporaryDirectory(prefix="remy-quickstart-") as tmp:
-            main(tmp)
+    main(sys.argv[1] if len(sys.argv) > 1 else str(DEFAULT_DATA_DIR))

@@ -98,7 +98,9 @@ class Citation:
 class BranchExplain:
     """What one retrieval branch said about a hit: its 1-based rank and raw score
     (cosine similarity for ``semantic``, BM25 for ``lexical``) and its share of the
-    fused score."""
+    fused score. With convex fusion that share is ``weight * (score - lowest) /
+    (highest - lowest)`` over the branch's candidates, so the branch's lowest candidate
+    contributes 0 although the branch found it."""
 
     rank: int
     score: float
@@ -123,14 +125,16 @@ class BranchExplain:
 @dataclass(frozen=True)
 class SearchExplain:
     """Why a hit is where it is: the branches that found it, each branch's rank and raw
-    score, the fused score, the rerank score when reranked, and the matched query terms
-    (lexical and hybrid modes)."""
+    score, the fused score, the rerank score when reranked, and (lexical and hybrid
+    modes) the query's words found in the hit as typed (``matched_terms``) with the stem
+    BM25 matched for each (``matched_stems``, same order)."""
 
     mode: str
     branches: Mapping[str, BranchExplain] = field(default_factory=dict)
     fused_score: float | None = None
     rerank_score: float | None = None
     matched_terms: tuple[str, ...] = ()
+    matched_stems: tuple[str, ...] = ()
 
     @property
     def found_by(self) -> tuple[str, ...]:
@@ -148,6 +152,7 @@ class SearchExplain:
             out["rerankScore"] = self.rerank_score
         if self.mode != "semantic":
             out["matchedTerms"] = list(self.matched_terms)
+            out["matchedStems"] = list(self.matched_stems)
         return out
 
     @classmethod
@@ -158,6 +163,7 @@ class SearchExplain:
             fused_score=data.get("fusedScore"),
             rerank_score=data.get("rerankScore"),
             matched_terms=tuple(data.get("matchedTerms") or ()),
+            matched_stems=tuple(data.get("matchedStems") or ()),
         )
 
 

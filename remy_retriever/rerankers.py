@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import os
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -97,11 +98,12 @@ class CrossEncoderReranker:
             )
         except Exception as exc:
             reason = " ".join(str(exc).split())[:300]
+            offline = os.environ.get("HF_HUB_OFFLINE", "") not in ("", "0", "false", "False")
             msg = (
-                f"cannot load reranker model {self.model_name!r}: {reason}. Pass a local "
-                "directory with the cross-encoder files (CrossEncoderReranker('/path/to/model')) "
-                "or download it once on a machine with network access; HF_HUB_OFFLINE=1 "
-                "forbids downloads"
+                f"cannot load reranker model {self.model_name!r}: {reason}. Pass the local "
+                "directory of a cross-encoder (rerank='/path/to/model'; CLI: --rerank-model "
+                "PATH), or download the model once on a machine with network access"
+                + (" (HF_HUB_OFFLINE is set here, so nothing is downloaded)" if offline else "")
             )
             raise ModelLoadError(msg) from exc
 

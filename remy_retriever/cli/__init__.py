@@ -23,7 +23,7 @@ import contextlib
 import os
 import sys
 from collections.abc import Callable, Sequence
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from ..errors import RemyError
 from . import doctor, ingest, mcp, memory, search, serve
@@ -33,8 +33,25 @@ from .common import TerminalWriter, terminal_safe
 __all__ = ["build_parser", "main", "memory_main"]
 
 
+class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """``--help`` shows each option's default, except where there is nothing to show
+    (``None``: the help says what happens; a switch; a help that names it already)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        default = action.default
+        if default is None or isinstance(default, bool) or "default" in text:
+            return text
+        return super()._get_help_string(action)
+
+
 class _Parser(argparse.ArgumentParser):
-    """argparse, with its usage errors escaped for the terminal like every message."""
+    """argparse, with its usage errors escaped for the terminal like every message; every
+    parser and subparser shows defaults in ``--help``."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", _HelpFormatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
+from pathlib import Path
 from typing import Any, TextIO
 
 import chromadb
@@ -17,6 +19,7 @@ from ..errors import (
     ServerUnavailableError,
     StoreError,
 )
+from ..rerankers import DEFAULT_RERANKER
 from ..retriever import Retriever
 from ..stores.chroma import open_client
 from ..stores.documents import TABLE_SUFFIX
@@ -24,6 +27,7 @@ from ..stores.documents import TABLE_SUFFIX
 __all__ = [
     "DB_HELP",
     "EMBEDDER_HELP",
+    "RERANK_ENV",
     "TerminalWriter",
     "add_embedder_flag",
     "add_rerank_flags",
@@ -35,11 +39,13 @@ __all__ = [
     "parse_server",
     "print_json",
     "require_collection",
+    "rerank_model",
     "store_client",
     "terminal_safe",
 ]
 
 DB_HELP = "embedded Chroma directory (default ./remy_data)"
+PROGRESS_HELP = "show progress bars (default: on a terminal)"
 SERVER_HELP = "a Chroma server (`chroma run`) instead of --db, e.g. localhost:8000"
 LEXICAL_HELP = (
     "directory of the BM25 index (default: inside --db; with --server, a cache directory "
@@ -49,6 +55,9 @@ EMBEDDER_HELP = (
     "sentence-transformers model name or local model directory to embed with (default: "
     "the model the collection records; needed for one built with a custom embedder)"
 )
+
+#: The environment variable naming the cross-encoder for ``--rerank``.
+RERANK_ENV = "REMY_RERANK_MODEL"
 
 #: What a terminal could act on: C0 controls but tab and newline, DEL, C1 controls (ESC,
 #: CSI and OSC sequences start here), bidirectional overrides and isolates (they reorder
@@ -95,7 +104,9 @@ def add_store_flags(
     parser.add_argument("--db", default=None, help=DB_HELP)
     parser.add_argument("--server", default=None, metavar="HOST:PORT", help=SERVER_HELP)
     parser.add_argument("--lexical-path", default=None, metavar="DIR", help=LEXICAL_HELP)
-    parser.add_argument("--collection", default=collection, help=collection_help)
+    parser.add_argument(
+        "--collection", default=collection, help=collection_help or "the collection to use"
+    )
     add_embedder_flag(parser)
 
 
@@ -182,17 +193,84 @@ def open_retriever(
     )
 
 
-def add_rerank_flags(parser: argparse.ArgumentParser) -> None:
-    """Add ``--rerank [MODEL]`` and ``--rerank-depth`` (``remy search`` and ``remy eval``)."""
+def add_rerank_flags(parser: argparse.ArgumentParser, *, depth: bool = True) -> None:
+    """Add ``--rerank [MODEL]``, ``--rerank-model PATH`` and (``depth``) ``--rerank-depth``
+    (``remy search``, ``remy eval``, ``remy memory search``); :func:`rerank_model` reads
+    them."""
     parser.add_argument(
         "--rerank",
         nargs="?",
         const=True,
         default=None,
         metavar="MODEL",
-        help="rerank with a cross-encoder (default model, or a name/path)",
+        help=f"rerank with a cross-encoder: MODEL, else --rerank-model, else ${RERANK_ENV}",
     )
-    parser.add_argument("--rerank-depth", type=int, default=30, help="candidates to rerank")
+    parser.add_argument(
+        "--rerank-model",
+        default=None,
+        metavar="PATH",
+        help="directory of a cross-encoder (sentence-transformers CrossEncoder); implies --rerank",
+    )
+    if depth:
+        parser.add_argument("--rerank-depth", type=int, default=30, help="candidates to rerank")
+
+
+def rerank_model(args: argparse.Namespace) -> str | None:
+    """The cross-encoder the rerank flags ask for, as a local directory (``None``: no
+    reranking). ``--rerank MODEL``, else ``--rerank-model``, else ``$REMY_RERANK_MODEL``,
+    else the default model if it is in the Hugging Face cache. The CLI never downloads a
+    model: when none is on this machine it raises :class:`InvalidInputError` at once,
+    before a store is opened or torch is imported."""
+    flag = getattr(args, "rerank", None)
+    chosen = getattr(args, "rerank_model", None)
+    given: str | None
+    if isinstance(flag, str):
+        given, source = flag, "--rerank"
+    elif chosen is not None:
+        given, source = chosen, "--rerank-model"
+    elif flag:
+        given, source = os.environ.get(RERANK_ENV) or None, f"${RERANK_ENV}"
+    else:
+        return None
+    if given is None:
+        cached = _cached_model(DEFAULT_RERANKER)
+        if cached is not None:
+            return cached
+        msg = (
+            f"--rerank needs a cross-encoder on this machine: pass --rerank-model PATH "
+            f"(a local model directory) or set {RERANK_ENV}=PATH"
+        )
+        raise InvalidInputError(msg)
+    if Path(given).is_dir():
+        if not (Path(given) / "config.json").is_file():
+            msg = (
+                f"{source} {given!r} is a directory without a model's config.json; pass "
+                "--rerank-model PATH, the directory of a cross-encoder"
+            )
+            raise InvalidInputError(msg)
+        return given
+    cached = _cached_model(given)
+    if cached is not None:
+        return cached
+    msg = (
+        f"{source} {given!r:.200} is neither a local directory nor a model in the Hugging "
+        "Face cache; pass --rerank-model PATH, the directory of a cross-encoder"
+    )
+    raise InvalidInputError(msg)
+
+
+def _cached_model(name: str) -> str | None:
+    """The local directory of hub model ``name`` if it is in the Hugging Face cache (no
+    network access), else ``None``. Loading from that directory makes no hub requests,
+    which is what keeps an offline machine from waiting on retries."""
+    try:
+        # lazy: huggingface_hub (with the model extra) is only needed to rerank
+        from huggingface_hub import snapshot_download
+
+        path = snapshot_download(name, local_files_only=True)
+    except Exception:  # not installed, not cached, or not a hub name: not here
+        return None
+    return path if (Path(path) / "config.json").is_file() else None
 
 
 def parse_json(text: str, flag: str) -> Any:

@@ -15,10 +15,12 @@ from ..ingest.writer import show_progress
 from ..retriever import Retriever
 from .common import (
     LEXICAL_HELP,
+    PROGRESS_HELP,
     SERVER_HELP,
     add_embedder_flag,
     add_rerank_flags,
     print_json,
+    rerank_model,
     store_client,
 )
 
@@ -29,24 +31,34 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     """Add the ``eval`` command to the ``remy`` subcommands."""
     parser = subparsers.add_parser("eval", help="nDCG@10 / Recall@100 on a BEIR-layout folder")
     parser.add_argument("beir_dir", metavar="BEIR_DIR")
-    parser.add_argument("--mode", action="append", choices=["semantic", "lexical", "hybrid"])
-    parser.add_argument("--k", type=int, default=10, help="cutoff for nDCG (default 10)")
+    parser.add_argument(
+        "--mode",
+        action="append",
+        choices=["semantic", "lexical", "hybrid"],
+        help="a mode to evaluate; repeat for several (default: all three)",
+    )
+    parser.add_argument("--k", type=int, default=10, help="cutoff for nDCG")
     parser.add_argument("--depth", type=int, default=100, help="documents per query for recall")
     parser.add_argument("--candidates", type=int, default=100, help="chunks each branch fetches")
-    parser.add_argument("--fusion", default="convex", choices=["rrf", "convex"])
+    parser.add_argument(
+        "--fusion", default="convex", choices=["rrf", "convex"], help="how hybrid fuses"
+    )
     parser.add_argument("--alpha", type=float, default=0.4, help="semantic weight (convex)")
     add_rerank_flags(parser)
     add_embedder_flag(parser)
     parser.add_argument("--cache", default=None, help="directory for the built index (reused)")
     parser.add_argument("--server", default=None, metavar="HOST:PORT", help=SERVER_HELP)
     parser.add_argument("--lexical-path", default=None, metavar="DIR", help=LEXICAL_HELP)
-    parser.add_argument("--json", action="store_true")
-    parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None)
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument(
+        "--progress", action=argparse.BooleanOptionalAction, default=None, help=PROGRESS_HELP
+    )
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Run ``remy eval``: prints a table of the measures (or the JSON report)."""
+    reranker = rerank_model(args)
     dataset = load_beir(args.beir_dir)
     modes = args.mode or ["lexical", "semantic", "hybrid"]
     cache = Path(args.cache) if args.cache else Path(".cache") / "remy-eval"
@@ -89,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
             results[mode] = evaluate(
                 dataset, rank, depth=args.depth, measures=measures, progress=show, label=mode
             )
-            if args.rerank:
+            if reranker is not None:
 
                 def reranked(q: str, mode: Any = mode) -> list[tuple[str, float]]:
                     # The top --rerank-depth chunks in reranked order, then the rest of
@@ -101,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
                         candidates=args.candidates,
                         fusion=args.fusion,
                         alpha=args.alpha,
-                        rerank=args.rerank,
+                        rerank=reranker,
                         rerank_depth=args.rerank_depth,
                     )
                     head = [(h.id, h.score) for h in hits]

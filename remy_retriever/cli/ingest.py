@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from ..ingest.files import FileIssue, check_id_prefix, check_paths
-from .common import add_store_flags, json_object, open_retriever
+from .common import PROGRESS_HELP, add_store_flags, json_object, open_retriever
 
 __all__ = ["add_parser", "run"]
 
@@ -35,7 +35,9 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     parser.add_argument(
         "--strict", action="store_true", help="stop at the first file that cannot be used"
     )
-    parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None)
+    parser.add_argument(
+        "--progress", action=argparse.BooleanOptionalAction, default=None, help=PROGRESS_HELP
+    )
     parser.set_defaults(run=run)
 
 

@@ -15,11 +15,13 @@ from ..errors import CollectionNotFoundError, InvalidInputError
 from ..memory import MemoryStore
 from ..retriever import Retriever
 from .common import (
+    add_rerank_flags,
     add_store_flags,
     clip,
     json_object,
     print_json,
     require_collection,
+    rerank_model,
     store_client,
 )
 
@@ -50,10 +52,18 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     se = sub.add_parser("search", help="search memories (and documents)")
     se.add_argument("query")
     se.add_argument(
-        "--search-mode", default="memories", choices=["memories", "hybrid", "documents"]
+        "--search-mode",
+        default="memories",
+        choices=["memories", "hybrid", "documents"],
+        help="search memories, documents, or both",
     )
-    se.add_argument("--mode", default="hybrid", choices=["semantic", "lexical", "hybrid"])
-    se.add_argument("--limit", type=int, default=5)
+    se.add_argument(
+        "--mode",
+        default="hybrid",
+        choices=["semantic", "lexical", "hybrid"],
+        help="which retrieval branches run",
+    )
+    se.add_argument("--limit", type=int, default=5, help="results to return")
     se.add_argument("--threshold", type=float, default=0.0, help="minimum similarity (0-1)")
     se.add_argument("--container", default=None, help="only this container tag")
     se.add_argument("--where", default=None, help="metadata filter as JSON")
@@ -62,9 +72,9 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     se.add_argument(
         "--docs-collection",
         default="docs",
-        help="document collection for hybrid/documents mode (default docs)",
+        help="document collection for hybrid/documents mode",
     )
-    se.add_argument("--rerank", nargs="?", const=True, default=False, metavar="MODEL")
+    add_rerank_flags(se, depth=False)
     _memory_flags(se)
 
     his = sub.add_parser("history", help="every version of a memory, oldest first")
@@ -89,6 +99,7 @@ def run(args: argparse.Namespace) -> int:
     # The JSON flags first: a bad one must not leave a new store behind.
     metadata = json_object(getattr(args, "metadata", None), "--metadata")
     where = json_object(getattr(args, "where", None), "--where")
+    rerank = rerank_model(args) if command == "search" else None
     path, client = store_client(args)
     if command != "add":  # only `add` creates the store and the collection
         require_collection(path, args.collection, client)
@@ -116,11 +127,11 @@ def run(args: argparse.Namespace) -> int:
         elif command == "history":
             _print_history(store.history(args.id), args.json)
         else:
-            _search(store, args, where)
+            _search(store, args, where, rerank)
     return 0
 
 
-def _search(store: MemoryStore, args: argparse.Namespace, where: Any) -> None:
+def _search(store: MemoryStore, args: argparse.Namespace, where: Any, rerank: str | None) -> None:
     include = {"relatedMemories": args.related, "documents": args.documents}
     response = store.search(
         args.query,
@@ -131,7 +142,7 @@ def _search(store: MemoryStore, args: argparse.Namespace, where: Any) -> None:
         include=include,
         container_tag=args.container,
         where=where,
-        rerank=args.rerank,
+        rerank=rerank or False,
     )
     if args.json:
         print(response.to_json(indent=2))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 
 from .. import SearchHit
-from ..hits import pages_label
+from ..hits import SearchExplain, pages_label
 from .common import (
     add_rerank_flags,
     add_store_flags,
@@ -15,6 +15,7 @@ from .common import (
     open_retriever,
     parse_json,
     print_json,
+    rerank_model,
 )
 
 __all__ = ["add_document_search_flags", "add_parser", "document_search", "run"]
@@ -25,8 +26,13 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     parser = subparsers.add_parser("search", help="search the collection")
     parser.add_argument("query")
     add_store_flags(parser)
-    parser.add_argument("--mode", default="hybrid", choices=["semantic", "lexical", "hybrid"])
-    parser.add_argument("--k", type=int, default=5)
+    parser.add_argument(
+        "--mode",
+        default="hybrid",
+        choices=["semantic", "lexical", "hybrid"],
+        help="which branches run (lexical loads no model)",
+    )
+    parser.add_argument("--k", type=int, default=5, help="hits to return")
     parser.add_argument(
         "--where", default=None, help='metadata filter as JSON, e.g. \'{"tenant": "a"}\''
     )
@@ -49,8 +55,16 @@ def add_document_search_flags(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="group hits by document (0-1 scores, --k documents)",
     )
-    group.add_argument("--chunk-threshold", type=float, default=0.0, metavar="X")
-    group.add_argument("--document-threshold", type=float, default=0.0, metavar="X")
+    group.add_argument(
+        "--chunk-threshold", type=float, default=0.0, metavar="X", help="minimum chunk score"
+    )
+    group.add_argument(
+        "--document-threshold",
+        type=float,
+        default=0.0,
+        metavar="X",
+        help="minimum document score",
+    )
     group.add_argument("--only-matching-chunks", action="store_true", help="no neighbouring chunks")
     group.add_argument("--full-docs", action="store_true", help="include the full text")
     group.add_argument("--summary", action="store_true", help="include a summary")
@@ -61,6 +75,7 @@ def run(args: argparse.Namespace) -> int:
     if args.documents:
         return document_search(args)
     where = parse_json(args.where, "--where") if args.where else None
+    rerank = rerank_model(args)
     with open_retriever(args) as r:
         hits = r.search(
             args.query,
@@ -70,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
             explain=args.explain,
             expand=args.expand,
             highlight=args.highlight,
-            rerank=args.rerank or False,
+            rerank=rerank or False,
             rerank_depth=args.rerank_depth,
         )
     if args.json:
@@ -90,10 +105,7 @@ def _print_hit(rank: int, hit: SearchHit) -> None:
         jump = f"  (retrieval rank {hit.retrieval_rank}, score {hit.retrieval_score:.4f})"
     print(f"[{rank}] score={hit.score:.4f}{jump}  {c.label()}  (chunk {c.chunk_index})")
     if hit.explain is not None:
-        found = ", ".join(
-            f"{name} #{b.rank} ({b.score:.3f})" for name, b in sorted(hit.explain.branches.items())
-        )
-        print(f"    found by: {found}")
+        _print_explain(hit.explain)
     if hit.neighbors is not None:
         for text in hit.neighbors["before"]:
             print("    ... " + clip(text, 120).replace("\n", " "))
@@ -101,6 +113,26 @@ def _print_hit(rank: int, hit: SearchHit) -> None:
     if hit.neighbors is not None:
         for text in hit.neighbors["after"]:
             print("    ... " + clip(text, 120).replace("\n", " "))
+
+
+def _print_explain(explain: SearchExplain) -> None:
+    """Which branch found the hit (rank, raw score, share of the fused score) and the
+    query's words it matched, as typed, with the stem BM25 matched when it differs."""
+    found = []
+    for name, b in sorted(explain.branches.items()):
+        share = "" if b.contribution is None else f", adds {b.contribution:.3f}"
+        if b.contribution == 0.0 and explain.fused_score is not None:
+            share += " (the lowest of its candidates: min-max scales it to 0)"
+        found.append(f"{name} #{b.rank} (score {b.score:.3f}{share})")
+    fused = "" if explain.fused_score is None else f"; fused {explain.fused_score:.3f}"
+    print(f"    found by: {'; '.join(found)}{fused}")
+    if explain.mode != "semantic":
+        stems = explain.matched_stems or explain.matched_terms
+        words = [
+            word if word.lower() == stem else f"{word} (stem {stem})"
+            for word, stem in zip(explain.matched_terms, stems)
+        ]
+        print(f"    matched words: {', '.join(words) or 'none'}")
 
 
 def _bracket(hit: SearchHit) -> str:
@@ -119,7 +151,7 @@ def document_search(args: argparse.Namespace) -> int:
     """Run ``remy search --documents``: prints the document-grouped results, or with
     ``--json`` the ``DocumentSearchResponse`` wire JSON; returns the exit code."""
     where = json_object(getattr(args, "where", None), "--where")
-    rerank = getattr(args, "rerank", None) or False
+    rerank = rerank_model(args) or False
     with open_retriever(args) as retriever:
         response = retriever.search_documents(
             args.query,

@@ -42,7 +42,12 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     parser.add_argument(
         "--max-body-bytes", type=int, default=None, help="largest request body (16 MiB)"
     )
-    parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning"])
+    parser.add_argument(
+        "--log-level",
+        default="info",
+        choices=["debug", "info", "warning"],
+        help="uvicorn's log level (request lines at info)",
+    )
     parser.set_defaults(run=run)
 
 

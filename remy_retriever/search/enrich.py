@@ -45,7 +45,8 @@ def explain_hit(
     text: str,
 ) -> SearchExplain:
     """Per branch: rank, raw score and its share of the fused score (RRF: ``w / (k +
-    rank)``; convex: ``weight * min-max normalised score``)."""
+    rank)``; convex: ``weight * min-max normalised score``, so a branch's lowest-scoring
+    candidate contributes 0 though that branch found it)."""
     found: dict[str, BranchExplain] = {}
     for name, table in positions.items():
         if cid in table:
@@ -57,12 +58,13 @@ def explain_hit(
                 weight = options.alpha if name == "semantic" else 1.0 - options.alpha
                 contribution = weight * norms[name][cid]
             found[name] = BranchExplain(rank=rank, score=raw, contribution=contribution)
-    terms = matched_terms(query, text) if options.mode != "semantic" else ()
+    pairs = matched_terms(query, text) if options.mode != "semantic" else ()
     return SearchExplain(
         mode=options.mode,
         branches=found,
         fused_score=score if options.mode == "hybrid" else None,
-        matched_terms=terms,
+        matched_terms=tuple(word for word, _ in pairs),
+        matched_stems=tuple(stem for _, stem in pairs),
     )
 
 
@@ -92,10 +94,17 @@ def highlight(text: str, terms: Sequence[str]) -> tuple[Match, ...]:
     )
 
 
-def matched_terms(query: str, text: str) -> tuple[str, ...]:
-    """Analysed query terms that occur in ``text``, in query order."""
+def matched_terms(query: str, text: str) -> tuple[tuple[str, str], ...]:
+    """The query's words whose analysed term occurs in ``text``, as ``(word as typed,
+    stem)``, in query order, one per stem (its first spelling), as many as the lexical
+    branch searches for (``text.analysis.MAX_QUERY_TERMS``)."""
     present = set(analyze(text))
-    return tuple(t for t in analyze_query(query) if t in present)
+    searched = set(analyze_query(query))
+    out: dict[str, str] = {}
+    for span in analyze_spans(query):
+        if span.term in searched and span.term in present and span.term not in out:
+            out[span.term] = query[span.start : span.end]
+    return tuple((word, stem) for stem, word in out.items())
 
 
 def neighbor_ids(

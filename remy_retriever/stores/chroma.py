@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,8 +33,10 @@ from ..retry import DEFAULT_RETRY, RetryPolicy
 from .chroma_lock import ChromaLock
 
 __all__ = [
+    "HNSW_KEYS",
     "ChromaCalls",
     "OpenedClient",
+    "check_hnsw",
     "lexical_cache_dir",
     "local_path",
     "open_client",
@@ -42,6 +44,33 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+
+#: HNSW settings a new collection accepts (Chroma's defaults: 100, 16, 100).
+HNSW_KEYS = ("ef_construction", "max_neighbors", "ef_search")
+
+
+def check_hnsw(hnsw: object) -> dict[str, int]:
+    """Validate ``hnsw=`` settings: a mapping from :data:`HNSW_KEYS` to ints 2..10,000.
+    (Chroma accepts nonsense such as ``ef_construction=0`` without a word.)"""
+    if hnsw is None:
+        return {}
+    if not isinstance(hnsw, Mapping):
+        msg = (
+            f"hnsw must be a dict such as {{'ef_construction': 64}}, "
+            f"got {type(hnsw).__name__} {hnsw!r:.80}"
+        )
+        raise InvalidInputError(msg)
+    out: dict[str, int] = {}
+    for key, value in hnsw.items():
+        if key not in HNSW_KEYS:
+            msg = f"unknown HNSW setting {key!r}; use one of {', '.join(HNSW_KEYS)}"
+            raise InvalidInputError(msg)
+        if isinstance(value, bool) or not isinstance(value, int) or not 2 <= value <= 10_000:
+            msg = f"HNSW setting {key}={value!r:.40} must be an int from 2 to 10,000"
+            raise InvalidInputError(msg)
+        out[key] = value
+    return out
+
 
 #: The file that makes a directory an embedded Chroma store.
 _STORE_FILE = "chroma.sqlite3"

@@ -45,11 +45,12 @@ from ..embeddings import (
 )
 from ..errors import CollectionNotFoundError, InvalidInputError, ModelLoadError, StoreError
 from ..records import EMBEDDER_KEY, EMBEDDER_PENDING_KEY, GENERATION_KEY, Record, pack, unpack
-from .chroma import ChromaCalls, paged
+from .chroma import HNSW_KEYS, ChromaCalls, check_hnsw, paged
 from .identity import (
     EmbedderIdentity,
     PreparedEmbedder,
     check_identity,
+    check_not_pending,
     identify,
     recorded_identity,
 )
@@ -57,33 +58,6 @@ from .identity import (
 __all__ = ["HNSW_KEYS", "STALE_READ_DELAYS", "STALE_VIEW_ERRORS", "DenseStore", "check_hnsw"]
 
 T = TypeVar("T")
-
-#: HNSW settings a new collection accepts (Chroma's defaults: 100, 16, 100).
-HNSW_KEYS = ("ef_construction", "max_neighbors", "ef_search")
-
-
-def check_hnsw(hnsw: object) -> dict[str, int]:
-    """Validate ``hnsw=`` settings: a mapping from :data:`HNSW_KEYS` to ints 2..10,000.
-    (Chroma accepts nonsense such as ``ef_construction=0`` without a word.)"""
-    if hnsw is None:
-        return {}
-    if not isinstance(hnsw, Mapping):
-        msg = (
-            f"hnsw must be a dict such as {{'ef_construction': 64}}, "
-            f"got {type(hnsw).__name__} {hnsw!r:.80}"
-        )
-        raise InvalidInputError(msg)
-    out: dict[str, int] = {}
-    for key, value in hnsw.items():
-        if key not in HNSW_KEYS:
-            msg = f"unknown HNSW setting {key!r}; use one of {', '.join(HNSW_KEYS)}"
-            raise InvalidInputError(msg)
-        if isinstance(value, bool) or not isinstance(value, int) or not 2 <= value <= 10_000:
-            msg = f"HNSW setting {key}={value!r:.40} must be an int from 2 to 10,000"
-            raise InvalidInputError(msg)
-        out[key] = value
-    return out
-
 
 #: For each embedded Chroma "system" (one per store path and process, shared by every
 #: client of that path): collection name -> the generation its in-memory state reflects.
@@ -114,7 +88,13 @@ class DenseStore:
     Opening checks the embedder (``prepared``, see :func:`.identity.prepare_embedder`)
     against the identity the collection records and refuses another model, unless
     ``prepared.reembed``: the owner then calls :meth:`reembed_all` under the writer lock
-    (:attr:`reembed_pending`)."""
+    (:attr:`reembed_pending`).
+
+    Reopened without an embedder, a collection rebuilds the model it records, and that
+    model is checked when it is first used (:attr:`embedder`), not on open: fingerprinting
+    it means loading it (torch and the weights, seconds), and a lexical search or a
+    ``doctor`` never embeds anything. Whatever embeds goes through :attr:`embedder`, so
+    no vector of an unchecked model is ever written or compared."""
 
     def __init__(
         self,
@@ -137,11 +117,14 @@ class DenseStore:
         self.reembed_pending = False
         #: The identity record last read and found to match (reads re-check on change).
         self._identity_seen: tuple[Any, Any] | None = None
+        #: Set when the recorded model's identity is checked on first use (see above).
+        self._check_on_use = False
+        self._check_lock = threading.Lock()
         embedder, reembed = prepared.embedder, prepared.reembed
         self.collection = calls.call(
             "open the collection", lambda: self._open(embedder, create, hnsw, reembed)
         )
-        self.embedder: Embedder = self.collection._embedding_function.embedder
+        self._embedder: Embedder = self.collection._embedding_function.embedder
         self._embedded = _is_embedded(self.client)
         self._system = _system_of(self.client)
         self._reloaded_at = 0.0
@@ -284,12 +267,37 @@ class DenseStore:
                 raise StoreError(msg)
             # Built-in kinds only: a recorded custom class is never imported.
             embedder = embedder_from_config(dict(config.get("config") or {}), where=self.where)
+            recorded, pending = recorded_identity(existing.metadata, where=self.where)
+            check_not_pending(pending, where=self.where)
+            if recorded is not None:  # checked when first used (see the class docstring)
+                self._check_on_use = True
+                existing._embedding_function = RemyEmbeddingFunction(embedder)
+                return existing
         self._identify(embedder)
         self._check(existing.metadata, reembed)
         existing._embedding_function = RemyEmbeddingFunction(embedder)
         return existing
 
     # -- the embedder's identity (see .identity) ----------------------------------------
+
+    @property
+    def embedder(self) -> Embedder:
+        """The collection's embedder, its identity checked (the first access after a
+        reopen without ``embedder=`` loads the model to check it)."""
+        if self._check_on_use:
+            self._check_recorded_model()
+        return self._embedder
+
+    def _check_recorded_model(self) -> None:
+        with self._check_lock:
+            if not self._check_on_use:
+                return  # another thread checked it meanwhile
+            identity = identify(self._embedder)
+            recorded, pending = recorded_identity(self._fresh_metadata(), where=self.where)
+            check_identity(recorded, pending, identity, where=self.where)
+            self.identity = identity
+            self.unrecorded = recorded is None
+            self._check_on_use = False
 
     def _identify(self, embedder: Embedder) -> EmbedderIdentity:
         if self.identity is None:

@@ -35,6 +35,7 @@ __all__ = [
     "EmbedderIdentity",
     "PreparedEmbedder",
     "check_identity",
+    "check_not_pending",
     "identify",
     "prepare_embedder",
     "recorded_identity",
@@ -203,13 +204,7 @@ def check_identity(
 ) -> None:
     """Refuse to use ``current`` on a collection embedded with another model, or whose
     re-embedding was interrupted (its vectors are a mix)."""
-    if pending is not None:
-        msg = (
-            f"re-embedding {where} with {pending.describe()} was interrupted, so its "
-            f"vectors mix two models; finish it: Retriever(..., embedder=<that model>, "
-            "reembed=True)"
-        )
-        raise ModelLoadError(msg)
+    check_not_pending(pending, where=where)
     if recorded is None or recorded.matches(current):
         return
     if recorded.dim != current.dim:
@@ -223,6 +218,18 @@ def check_identity(
         "one: Retriever(..., embedder=<new model>, reembed=True)"
     )
     raise ModelLoadError(msg)
+
+
+def check_not_pending(pending: EmbedderIdentity | None, *, where: str) -> None:
+    """Refuse a collection whose re-embedding was interrupted (no model is needed to
+    tell: the record says so)."""
+    if pending is not None:
+        msg = (
+            f"re-embedding {where} with {pending.describe()} was interrupted, so its "
+            f"vectors mix two models; finish it: Retriever(..., embedder=<that model>, "
+            "reembed=True)"
+        )
+        raise ModelLoadError(msg)
 
 
 def _cosine(a: tuple[float, ...], b: tuple[float, ...]) -> float:

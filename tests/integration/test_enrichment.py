@@ -124,7 +124,9 @@ def test_explain_fields(retriever: Retriever, mode: str) -> None:
             assert info.branches["semantic"].score == pytest.approx(hit.score)
         if mode == "lexical":
             assert info.branches["lexical"].score == pytest.approx(hit.score)
-            assert set(info.matched_terms) <= {"instal", "agent"} and info.matched_terms
+            assert set(info.matched_terms) <= {"installed", "agent"} and info.matched_terms
+            assert len(info.matched_stems) == len(info.matched_terms)
+            assert set(info.matched_stems) <= {"instal", "agent"}
 
 
 def test_neighbors_order_edges_documents_and_filter(retriever: Retriever) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -91,6 +92,30 @@ def test_quickstart(outputs: Mapping[str, subprocess.CompletedProcess[str]]) -> 
     first_hit = block.split("[2]", 1)[0]
     assert "Install on Linux" in first_hit
     assert re.search(r"source: \S*examples/corpus/install\.md \(chunk 2,", first_hit)
+
+
+def test_quickstart_keeps_its_store_for_remy_search(
+    outputs: Mapping[str, subprocess.CompletedProcess[str]],
+) -> None:
+    """Issue #19: the demo's last line is a `remy search` command on the store it kept
+    (by default `.remy-demo/`, git-ignored), and that command works after it exits."""
+    out = _stdout(outputs, "quickstart.py")
+    argv = shlex.split(out.rstrip().splitlines()[-1])
+    assert argv[:2] == ["remy", "search"] and "--db" in argv
+    assert Path(argv[argv.index("--db") + 1]).is_dir()
+    done = subprocess.run(
+        [sys.executable, "-m", "remy_retriever.cli", *argv[1:], "--mode", "lexical", "--k", "1"],
+        cwd=REPO_ROOT,
+        env={**os.environ, "HF_HUB_OFFLINE": "1", "ANONYMIZED_TELEMETRY": "False"},
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_S,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "install.md > Installing Remy" in done.stdout
+    source = (EXAMPLES / "quickstart.py").read_text()
+    assert '".remy-demo"' in source and "/.remy-demo/" in (REPO_ROOT / ".gitignore").read_text()
 
 
 def test_langchain_rag_chain(outputs: Mapping[str, subprocess.CompletedProcess[str]]) -> None:
