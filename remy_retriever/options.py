@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -20,16 +21,23 @@ from .reprs import short_repr
 from .rerankers import Reranker
 
 __all__ = [
+    "DEFAULT_ADAPTIVE",
     "DEFAULT_ALPHA",
+    "DEFAULT_FILL",
     "DEFAULT_FUSION",
+    "DEFAULT_NORMALIZATION",
     "FUSIONS",
     "MAX_K",
     "MAX_QUERY_CHARS",
     "MODES",
+    "NORMALIZATIONS",
+    "TUNABLE",
     "Fusion",
     "Mode",
     "SearchOptions",
     "check_int",
+    "dump_search_config",
+    "load_search_config",
     "validate_query",
 ]
 
@@ -44,6 +52,13 @@ FUSIONS: tuple[str, ...] = ("rrf", "convex")
 #: SciFact test (0.728 vs 0.712) and CISI (0.449 vs 0.446) agree.
 DEFAULT_FUSION: Fusion = "convex"
 DEFAULT_ALPHA = 0.4
+DEFAULT_NORMALIZATION = "minmax"
+DEFAULT_FILL = False
+DEFAULT_ADAPTIVE = False
+#: How the convex fusion normalises each branch's scores (``search.fusion``).
+NORMALIZATIONS: tuple[str, ...] = ("minmax", "zscore", "dbsf")
+#: The options ``remy tune`` fits and a collection's stored search config may set.
+TUNABLE: tuple[str, ...] = ("fusion", "alpha", "normalization", "fill", "adaptive", "rrf_k")
 #: Longest accepted query, in characters. Longer text is almost certainly a mistake.
 MAX_QUERY_CHARS = 200_000
 #: Largest ``k``/``candidates``/``rerank_depth`` accepted.
@@ -82,6 +97,9 @@ class SearchOptions:
     weights: Mapping[str, float] | None = None
     rrf_k: float = 60.0
     alpha: float = DEFAULT_ALPHA
+    normalization: str = DEFAULT_NORMALIZATION
+    fill: bool = DEFAULT_FILL
+    adaptive: bool = DEFAULT_ADAPTIVE
     rerank: bool | str | Reranker | None = None
     rerank_depth: int = 30
     min_score: float | None = None
@@ -109,6 +127,14 @@ class SearchOptions:
         if not _is_finite(self.alpha) or not 0 <= self.alpha <= 1:
             msg = f"alpha must be a number in [0, 1], got {short_repr(self.alpha)}"
             raise InvalidInputError(msg)
+        if self.normalization not in NORMALIZATIONS:
+            names = ", ".join(repr(n) for n in NORMALIZATIONS)
+            msg = f"unknown normalization {short_repr(self.normalization)}; use one of {names}"
+            raise InvalidInputError(msg)
+        for name in ("fill", "adaptive"):
+            if not isinstance(getattr(self, name), bool):
+                msg = f"{name} must be True or False, got {short_repr(getattr(self, name))}"
+                raise InvalidInputError(msg)
         weights = _check_weights(self.weights)
         tree = require_utf8(parse_where(self.where))
         _check_rerank(self.rerank)
@@ -148,6 +174,32 @@ class SearchOptions:
     def pool(self) -> int:
         """How many candidates each branch fetches: ``candidates``, at least ``k``."""
         return max(self.candidates, self.k)
+
+
+def load_search_config(raw: object, *, where: str = "the collection") -> dict[str, Any]:
+    """The search options stored by ``remy tune`` (JSON text from :func:`dump_search_config`;
+    ``None`` -> ``{}``), validated: unknown or invalid ones raise InvalidInputError."""
+    if raw is None or raw == "":
+        return {}
+    try:
+        data = json.loads(raw) if isinstance(raw, str) else None
+    except ValueError:
+        data = None
+    if not isinstance(data, dict) or not set(data) <= set(TUNABLE):
+        msg = (
+            f"{where} holds a search config that is not valid ({short_repr(raw)}); run "
+            "`remy tune` again, or `remy tune --reset` to go back to the defaults"
+        )
+        raise InvalidInputError(msg)
+    SearchOptions(**data)  # validates every value
+    return data
+
+
+def dump_search_config(config: Mapping[str, Any]) -> str:
+    """``config`` (options among :data:`TUNABLE`, validated) as JSON text."""
+    text = json.dumps(dict(config), sort_keys=True)
+    load_search_config(text)
+    return text
 
 
 def validate_query(query: object) -> str:

@@ -1,4 +1,5 @@
-"""The ``remy`` command line: ``ingest``, ``search``, ``memory``, ``doctor`` and ``eval``.
+"""The ``remy`` command line: ``ingest``, ``search``, ``memory``, ``doctor``, ``eval`` and
+``tune``.
 
 One module per command, each with ``add_parser(subparsers)`` and ``run(args) -> int``;
 this module puts them together. The commands use the public API (the package's top-level
@@ -25,7 +26,7 @@ from collections.abc import Callable, Sequence
 from typing import NoReturn
 
 from ..errors import RemyError
-from . import doctor, ingest, memory, search
+from . import doctor, ingest, memory, search, tune
 from . import eval as eval_command
 from .common import TerminalWriter, terminal_safe
 
@@ -46,7 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="remy", description="Hybrid BM25 + dense retrieval over Chroma, with citations."
     )
     subparsers = parser.add_subparsers(dest="command", required=True)
-    for command in (ingest, search, memory, doctor, eval_command):  # the order of --help
+    for command in (ingest, search, memory, doctor, eval_command, tune):  # order of --help
         command.add_parser(subparsers)
     return parser
 

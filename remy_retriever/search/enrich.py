@@ -41,11 +41,12 @@ def explain_hit(
     cid: str,
     score: float,
     positions: Positions,
-    norms: Mapping[str, Mapping[str, float]],
+    convex: tuple[Mapping[str, float], Mapping[str, Mapping[str, float]]] | None,
     text: str,
 ) -> SearchExplain:
-    """Per branch: rank, raw score and its share of the fused score (RRF: ``w / (k +
-    rank)``; convex: ``weight * min-max normalised score``)."""
+    """Per branch that listed the chunk: rank, raw score and its share of the fused score
+    (RRF: ``w / (k + rank)``; convex: ``weight * normalised score``, from ``convex``, the
+    ``(weights, normalised scores)`` the fusion used)."""
     found: dict[str, BranchExplain] = {}
     for name, table in positions.items():
         if cid in table:
@@ -53,9 +54,8 @@ def explain_hit(
             contribution: float | None = None
             if options.mode == "hybrid" and options.fusion == "rrf":
                 contribution = options.branch_weights[name] / (options.rrf_k + rank)
-            elif options.mode == "hybrid":
-                weight = options.alpha if name == "semantic" else 1.0 - options.alpha
-                contribution = weight * norms[name][cid]
+            elif options.mode == "hybrid" and convex is not None:
+                contribution = convex[0][name] * convex[1][name][cid]
             found[name] = BranchExplain(rank=rank, score=raw, contribution=contribution)
     terms = matched_terms(query, text) if options.mode != "semantic" else ()
     return SearchExplain(
