@@ -19,7 +19,6 @@ import json
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import ir_measures
 import numpy as np
@@ -63,8 +62,9 @@ class Query:
         return self.union, np.where(mask, full, np.nan), scores
 
 
-def normalise(values: np.ndarray, listed: np.ndarray, how: str, *, ceiling: float = 0.0,
-              branch: str = "") -> np.ndarray:
+def normalise(
+    values: np.ndarray, listed: np.ndarray, how: str, *, ceiling: float = 0.0, branch: str = ""
+) -> np.ndarray:
     """Normalise ``values`` with the statistics of the branch's own list ``listed``."""
     if len(listed) == 0:
         return np.zeros_like(values)
@@ -89,19 +89,29 @@ def normalise(values: np.ndarray, listed: np.ndarray, how: str, *, ceiling: floa
     raise ValueError(msg)
 
 
-def fuse_scores(q: Query, how: str, alpha: float, *, fill: bool, missing: str = "zero",
-                adaptive: str | None = None) -> tuple[np.ndarray, np.ndarray]:
+def fuse_scores(
+    q: Query,
+    how: str,
+    alpha: float,
+    *,
+    fill: bool,
+    missing: str = "zero",
+    adaptive: str | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
     """Convex combination of normalised branch scores over the union."""
     parts = {}
     for branch in ("semantic", "lexical"):
-        union, vals, listed = q.raw(branch, fill)
+        _union, vals, listed = q.raw(branch, fill)
         norm = normalise(vals, listed, how, ceiling=q.ceiling, branch=branch)
         if not fill:
             if missing == "zero":
                 fallback = 0.0
             else:  # the lowest normalised value of the list
-                fallback = float(np.min(normalise(listed, listed, how, ceiling=q.ceiling,
-                                                  branch=branch))) if len(listed) else 0.0
+                fallback = (
+                    float(np.min(normalise(listed, listed, how, ceiling=q.ceiling, branch=branch)))
+                    if len(listed)
+                    else 0.0
+                )
             norm = np.where(np.isnan(norm), fallback, norm)
         parts[branch] = norm
     a = alpha
@@ -140,8 +150,9 @@ def rrf_scores(q: Query, k: float, w_sem: float) -> tuple[np.ndarray, np.ndarray
 # -- document ranking and scoring -------------------------------------------------------------
 
 
-def doc_run(data: SweepData, chunks: np.ndarray, scores: np.ndarray, agg: str = "max",
-            depth: int = 100) -> dict[str, float]:
+def doc_run(
+    data: SweepData, chunks: np.ndarray, scores: np.ndarray, agg: str = "max", depth: int = 100
+) -> dict[str, float]:
     docs = data.doc_of[chunks]
     if agg == "max":
         order = np.lexsort((chunks, -scores))
@@ -191,16 +202,26 @@ def variants() -> Iterator[tuple[str, Variant, str]]:
                 for a in alphas:
                     tag = "fill" if fill else f"missing={missing}"
                     name = f"convex {how} {tag} a={a}"
-                    yield (name, lambda q, h=how, f=fill, m=missing, a=a:
-                           fuse_scores(q, h, a, fill=f, missing=m), "max")
+                    yield (
+                        name,
+                        lambda q, h=how, f=fill, m=missing, a=a: fuse_scores(
+                            q, h, a, fill=f, missing=m
+                        ),
+                        "max",
+                    )
     for how in ("minmax", "z"):
         for fill in (False, True):
             for adaptive in ("gap", "top"):
                 for a in alphas:
                     tag = "fill" if fill else "missing=zero"
                     name = f"convex {how} {tag} adaptive={adaptive} a={a}"
-                    yield (name, lambda q, h=how, f=fill, ad=adaptive, a=a:
-                           fuse_scores(q, h, a, fill=f, adaptive=ad), "max")
+                    yield (
+                        name,
+                        lambda q, h=how, f=fill, ad=adaptive, a=a: fuse_scores(
+                            q, h, a, fill=f, adaptive=ad
+                        ),
+                        "max",
+                    )
 
 
 def run_variants(data: SweepData, only: str | None = None) -> dict[str, dict[str, float]]:
@@ -261,8 +282,12 @@ def run_bm25(data: SweepData, dataset_dir: str) -> dict[str, dict[str, float]]:
     matrix = Bm25Matrix([texts[i] for i in order])
     rows: dict[str, dict[str, float]] = {}
     grid = [(1.2, 0.75, 1.0)]
-    grid += [(k1, b, 1.0) for k1 in (0.6, 0.9, 1.2, 1.5, 2.0) for b in (0.3, 0.5, 0.75, 0.9)
-             if (k1, b) != (1.2, 0.75)]
+    grid += [
+        (k1, b, 1.0)
+        for k1 in (0.6, 0.9, 1.2, 1.5, 2.0)
+        for b in (0.3, 0.5, 0.75, 0.9)
+        if (k1, b) != (1.2, 0.75)
+    ]
     grid += [(1.2, 0.75, w) for w in (0.0, 2.0, 3.0)]
     for k1, b, w in grid:
         bm = [matrix.scores(t, k1=k1, b=b, title_weight=w) for t in data.texts]
@@ -271,14 +296,17 @@ def run_bm25(data: SweepData, dataset_dir: str) -> dict[str, dict[str, float]]:
         tag = f"bm25 k1={k1} b={b} title={w}"
         for name, fn in (
             ("lexical", lambda q: (q.lex_top, q.lex_scores)),
-            ("convex minmax missing=zero a=0.4",
-             lambda q: fuse_scores(q, "minmax", 0.4, fill=False)),
+            (
+                "convex minmax missing=zero a=0.4",
+                lambda q: fuse_scores(q, "minmax", 0.4, fill=False),
+            ),
             ("convex minmax fill a=0.5", lambda q: fuse_scores(q, "minmax", 0.5, fill=True)),
         ):
             runs = {qid: doc_run(d2, *fn(q)) for qid, q in zip(d2.qids, queries)}
             rows[f"{tag} {name}"] = score(d2, runs)
-        print(tag, rows[f"{tag} lexical"], rows[f"{tag} convex minmax missing=zero a=0.4"],
-              flush=True)
+        print(
+            tag, rows[f"{tag} lexical"], rows[f"{tag} convex minmax missing=zero a=0.4"], flush=True
+        )
     return rows
 
 
@@ -306,8 +334,12 @@ def main() -> None:
         name = f"quality-sweep-{data.dataset}-{data.split}"
     for n, r in sorted(rows.items(), key=lambda kv: -kv[1]["nDCG@10"])[:25]:
         print(f"{n:<55} nDCG@10={r['nDCG@10']:.4f} R@100={r['R@100']:.4f}")
-    out = {**describe(data), "candidates": CANDIDATES, "command": common.command_line(),
-           "rows": rows}
+    out = {
+        **describe(data),
+        "candidates": CANDIDATES,
+        "command": common.command_line(),
+        "rows": rows,
+    }
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / f"{name}.json").write_text(json.dumps(out, indent=1) + "\n")
     print(f"wrote {args.out / (name + '.json')}")

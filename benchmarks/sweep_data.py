@@ -5,8 +5,9 @@ needs, so that variants are pure numpy afterwards:
 
 - the cosine of the query to every chunk (cached MiniLM vectors, the ones stored in the
   ``remy eval`` index; exact, where the library's HNSW search is approximate);
-- the BM25 score of every chunk that matches any query term (remy's tantivy index, the
-  library's own analyser and BM25), and the query's BM25 ceiling (``calibration``);
+- the BM25 scores of the lexical top-100 and of the dense top-100 (what the library's
+  fill reads; remy's tantivy index, the library's own analyser and BM25; a chunk in
+  neither has no score here), and the query's BM25 ceiling (``calibration``);
 - the qrels.
 
 Train queries are embedded once with the real model (the quality cache holds test
@@ -18,12 +19,14 @@ from __future__ import annotations
 import json
 import pickle
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from benchmarks import common
+
+#: Candidates per branch (the fairness rule of benchmarks.quality).
+CANDIDATES = 100
 
 
 @dataclass
@@ -89,16 +92,19 @@ def load(dataset_dir: str, split: str) -> SweepData:
     embedder = common.CachedEmbedder(
         common.VectorTable(chunks["texts"], vecs), common.VectorTable(texts, qvecs)
     )
-    bm25: list[dict[int, float]] = []
-    ceilings: list[float] = []
-    with Retriever(store, collection="beir", embedder=embedder) as r:
-        for text in texts:
-            got = r.lexical.search(text, len(ids))
-            bm25.append({index[c]: s for c, s in got if c in index})
-            ceilings.append(query_ceiling(text, r.lexical.idf))
     norms = np.linalg.norm(vecs, axis=1, keepdims=True)
     qn = np.linalg.norm(qvecs, axis=1, keepdims=True)
     cosines = (qvecs / qn) @ (vecs / norms).T
+    bm25: list[dict[int, float]] = []
+    ceilings: list[float] = []
+    with Retriever(store, collection="beir", embedder=embedder) as r:
+        for i, text in enumerate(texts):
+            # The lexical top-100, plus the BM25 of the dense top-100 (the library's fill).
+            top = np.argsort(-cosines[i], kind="stable")[:CANDIDATES]
+            got = r.lexical.search(text, CANDIDATES)
+            got += r.lexical.search(text, CANDIDATES, among=[ids[j] for j in top.tolist()])
+            bm25.append({index[c]: s for c, s in got if c in index})
+            ceilings.append(query_ceiling(text, r.lexical.idf))
     data = SweepData(
         ds.name,
         split,
