@@ -27,7 +27,7 @@ PREVIOUS = {
     "fusion": "convex",
     "alpha": 0.4,
     "normalization": "minmax",
-    "fill": False,
+    "fill": "none",
     "adaptive": False,
 }
 

@@ -239,7 +239,7 @@ def _ours(
         ds, lambda q: r.rank(q, mode="hybrid", candidates=args.candidates, fusion="rrf")
     )
     # The plain convex combination (min-max, fixed alpha): the default before issue #17.
-    plain = {"fusion": "convex", "normalization": "minmax", "fill": False, "adaptive": False}
+    plain = {"fusion": "convex", "normalization": "minmax", "fill": "none", "adaptive": False}
     modes[f"hybrid-convex-a{args.alpha}"] = _evaluate(
         ds,
         lambda q: r.rank(q, mode="hybrid", candidates=args.candidates, alpha=args.alpha, **plain),

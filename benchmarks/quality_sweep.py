@@ -94,16 +94,18 @@ def fuse_scores(
     how: str,
     alpha: float,
     *,
-    fill: bool,
+    fill: bool | str,
     missing: str = "zero",
     adaptive: str | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Convex combination of normalised branch scores over the union."""
+    """Convex combination of normalised branch scores over the union (``fill``: True for
+    both branches, or the one branch, "semantic" or "lexical", to fill in)."""
     parts = {}
     for branch in ("semantic", "lexical"):
-        _union, vals, listed = q.raw(branch, fill)
+        filled = fill is True or fill == branch
+        _union, vals, listed = q.raw(branch, filled)
         norm = normalise(vals, listed, how, ceiling=q.ceiling, branch=branch)
-        if not fill:
+        if not filled:
             if missing == "zero":
                 fallback = 0.0
             else:  # the lowest normalised value of the list
@@ -209,16 +211,24 @@ def variants() -> Iterator[tuple[str, Variant, str]]:
                         ),
                         "max",
                     )
-    for how in ("minmax", "z"):
+    for how in ("minmax", "z", "dbsf"):
+        for half in ("semantic", "lexical"):
+            for a in alphas:
+                yield (
+                    f"convex {how} fill={half} only a={a}",
+                    lambda q, h=how, f=half, a=a: fuse_scores(q, h, a, fill=f, missing="min"),
+                    "max",
+                )
+    for how in ("minmax", "z", "dbsf"):
         for fill in (False, True):
             for adaptive in ("gap", "top"):
                 for a in alphas:
-                    tag = "fill" if fill else "missing=zero"
+                    tag = "fill" if fill else "missing=min"
                     name = f"convex {how} {tag} adaptive={adaptive} a={a}"
                     yield (
                         name,
                         lambda q, h=how, f=fill, ad=adaptive, a=a: fuse_scores(
-                            q, h, a, fill=f, adaptive=ad
+                            q, h, a, fill=f, adaptive=ad, missing="min"
                         ),
                         "max",
                     )

@@ -47,7 +47,8 @@ def collected(data: SweepData) -> list[Collected]:
             "semantic": {c: float(cos[index[c]]) for c in lex_ids - sem_ids},
             "lexical": {c: float(data.bm25[i].get(index[c], 0.0)) for c in sem_ids - lex_ids},
         }
-        out.append(Collected(qid, {"semantic": semantic, "lexical": lexical}, extra))
+        branches = {"semantic": semantic, "lexical": lexical}
+        out.append(Collected(qid, branches, extra, data.ceilings[i]))
     return out
 
 

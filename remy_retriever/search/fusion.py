@@ -36,11 +36,14 @@ __all__ = [
 ]
 
 Ranked = Sequence[tuple[str, float]]
-#: How :func:`normalize` maps a branch's raw scores to a common scale:
-#: ``minmax`` ``(s - min) / (max - min)``; ``zscore`` ``(s - mean) / std``; ``dbsf``
-#: (distribution-based, as Qdrant's DBSF) ``(s - (mean - 3 std)) / (6 std)`` clipped to
-#: [0, 1]. Statistics come from the branch's own list.
-NORMALIZATIONS: tuple[str, ...] = ("minmax", "zscore", "dbsf")
+#: How :func:`normalize` maps a branch's raw scores to a common scale: ``calibrated``
+#: ``s / scale`` clipped to [0, 1], an absolute scale that ignores the list (the
+#: search passes the cosine as is, scale 1, and BM25 over the query's BM25 ceiling, the
+#: relevance of :mod:`.calibration`); ``minmax`` ``(s - min) / (max - min)``; ``zscore``
+#: ``(s - mean) / std``; ``dbsf`` (distribution-based, as Qdrant's DBSF)
+#: ``(s - (mean - 3 std)) / (6 std)`` clipped to [0, 1]. The last three take their
+#: statistics from the branch's own list.
+NORMALIZATIONS: tuple[str, ...] = ("calibrated", "minmax", "zscore", "dbsf")
 
 
 @dataclass(frozen=True)
@@ -83,17 +86,22 @@ def _finite(items: Ranked) -> list[float]:
 
 
 def normalize(
-    items: Ranked, how: str = "minmax", extra: Mapping[str, float] | None = None
+    items: Ranked,
+    how: str = "minmax",
+    extra: Mapping[str, float] | None = None,
+    *,
+    scale: float = 1.0,
 ) -> dict[str, float]:
     """Normalise a list's scores (and ``extra`` scores of ids outside it) by ``how``
-    (:data:`NORMALIZATIONS`), with the list's statistics. Non-finite scores map to the
-    lowest normalised value of the list."""
+    (:data:`NORMALIZATIONS`; ``scale`` is the ``calibrated`` divisor). Non-finite scores
+    map to the lowest normalised value of the list."""
     if how not in NORMALIZATIONS:
         msg = f"unknown normalization {how!r}; use one of {', '.join(NORMALIZATIONS)}"
         raise ValueError(msg)
     values = _finite(items)
-    scale: float
-    if not values:
+    if how == "calibrated":
+        shift, clip = 0.0, True
+    elif not values:
         shift, scale, clip = 0.0, 0.0, False
     elif how == "minmax":
         shift, scale, clip = min(values), max(values) - min(values), False
@@ -103,8 +111,9 @@ def normalize(
         shift, scale, clip = (
             (mean, std, False) if how == "zscore" else (mean - 3 * std, 6 * std, True)
         )
-    # All-equal (or no) scores: min-max and DBSF map them to 1, z-scores to 0.
-    flat = 0.0 if how == "zscore" else 1.0
+    # All-equal (or no) scores: min-max and DBSF map them to 1, z-scores to 0; a
+    # calibrated branch without a scale (a query with no indexable terms) to 0.
+    flat = 0.0 if how in ("zscore", "calibrated") else 1.0
 
     def norm(score: float) -> float:
         if scale <= 0:
@@ -186,16 +195,21 @@ def fuse(
     rrf_k: float = 60.0,
     rrf_weights: Mapping[str, float] | None = None,
     extra: Mapping[str, Mapping[str, float]] | None = None,
+    scales: Mapping[str, float] | None = None,
 ) -> tuple[list[tuple[str, float]], Convex | None]:
     """Fuse a hybrid search's ``semantic`` and ``lexical`` lists as the search options
     say: RRF, or the convex combination (query-adaptive ``alpha`` with ``adaptive``;
-    ``extra``: the filled-in scores). Returns the ranking and, for convex, what it
-    combined."""
+    ``extra``: the filled-in scores; ``scales``: each branch's ``calibrated`` divisor,
+    default 1). Returns the ranking and, for convex, what it combined."""
     if fusion == "rrf":
         return rrf(branches, k=rrf_k, weights=rrf_weights), None
     if adaptive:
         alpha = peak_alpha(alpha, branches["semantic"], branches["lexical"])
     weights = {"semantic": alpha, "lexical": 1.0 - alpha}
     extra = extra or {}
-    norms = {b: normalize(items, normalization, extra.get(b)) for b, items in branches.items()}
+    scales = scales or {}
+    norms = {
+        b: normalize(items, normalization, extra.get(b), scale=scales.get(b, 1.0))
+        for b, items in branches.items()
+    }
     return combine(norms, branches, weights), Convex(norms=norms, weights=weights)

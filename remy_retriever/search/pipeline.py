@@ -56,8 +56,11 @@ class SearchPipeline:
         if options.mode != "hybrid":
             return branches[options.mode], branches, None
         extra = {}
-        if options.fill and options.fusion == "convex":
+        if options.fill != "none" and options.fusion == "convex":
             extra = self.fill(query, vector, branches, options)
+        scales = None
+        if options.normalization == "calibrated" and options.fusion == "convex":
+            scales = {"lexical": self.ceiling(query, options)}
         ranked, detail = fusion.fuse(
             branches,
             fusion=options.fusion,
@@ -67,8 +70,13 @@ class SearchPipeline:
             rrf_k=options.rrf_k,
             rrf_weights=options.branch_weights,
             extra=extra,
+            scales=scales,
         )
         return ranked, branches, detail
+
+    def ceiling(self, query: str, options: SearchOptions) -> float:
+        """The query's BM25 ceiling (:func:`.calibration.query_ceiling`) under the filter."""
+        return query_ceiling(query, lambda t: self.sync.lexical.idf(t, options.filter))
 
     def branches(self, query: str, options: SearchOptions) -> tuple[Branches, np.ndarray | None]:
         """Each branch's list for ``options.mode``, and the query vector (``None`` in
@@ -88,20 +96,21 @@ class SearchPipeline:
     def fill(
         self, query: str, vector: np.ndarray | None, branches: Branches, options: SearchOptions
     ) -> dict[str, dict[str, float]]:
-        """Each branch's raw score for the chunks only the other branch listed: their
-        cosine (Chroma, exact over those ids) and BM25 (0 when no query term occurs).
-        Both reads keep the search's filter, and the ids come from a filtered branch."""
+        """The raw scores ``options.fill`` asks for, of the chunks only the other branch
+        listed: ``semantic``, their cosine (Chroma, exact over those ids); ``lexical``,
+        their BM25 (0 when no query term occurs); ``both``. Both reads keep the search's
+        filter, and the ids come from a filtered branch."""
         sem_ids = {cid for cid, _ in branches["semantic"]}
         lex_ids = {cid for cid, _ in branches["lexical"]}
-        only_lex = sorted(lex_ids - sem_ids)
-        only_sem = sorted(sem_ids - lex_ids)
+        only_lex = sorted(lex_ids - sem_ids) if options.fill in ("semantic", "both") else []
+        only_sem = sorted(sem_ids - lex_ids) if options.fill in ("lexical", "both") else []
         extra: dict[str, dict[str, float]] = {"semantic": {}, "lexical": {}}
         if only_lex and vector is not None:
             where = to_chroma(options.filter)
             got = self.sync.dense.query(vector, len(only_lex), where, among=only_lex)
             extra["semantic"] = dict(got)
-        if only_sem:
-            got = self.sync.search_lexical(query, len(only_sem), options.filter, only_sem)
+        if only_sem:  # the lexical branch caught the index up a moment ago
+            got = self.sync.lexical.search(query, len(only_sem), options.filter, only_sem)
             extra["lexical"] = {cid: 0.0 for cid in only_sem} | dict(got)
         return extra
 
@@ -169,7 +178,7 @@ class SearchPipeline:
         hits = self.run(query, options, default_reranker=default_reranker)
         ceiling = 0.0
         if options.mode != "semantic" and any(h.retrieval_rank is None for h in hits):
-            ceiling = query_ceiling(query, lambda t: self.sync.lexical.idf(t, options.filter))
+            ceiling = self.ceiling(query, options)
         return calibrate(hits, mode=options.mode, ceiling=ceiling)
 
 

@@ -26,6 +26,7 @@ from ..options import (
     DEFAULT_FILL,
     DEFAULT_FUSION,
     DEFAULT_NORMALIZATION,
+    FILLS,
     NORMALIZATIONS,
     SearchOptions,
     validate_query,
@@ -37,6 +38,13 @@ __all__ = ["ALPHAS", "Collected", "TuneReport", "collect", "defaults", "fit", "g
 
 #: The semantic weights the fit tries.
 ALPHAS = (0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8)
+#: The branches whose scores each ``fill`` value fills in.
+_FILLED = {
+    "none": (),
+    "lexical": ("lexical",),
+    "semantic": ("semantic",),
+    "both": ("semantic", "lexical"),
+}
 #: Documents ranked per query (for the measure's depth, as ``remy eval``).
 DEPTH = 100
 
@@ -48,6 +56,7 @@ class Collected:
     query_id: str
     branches: Branches
     extra: Mapping[str, Mapping[str, float]]
+    ceiling: float = 0.0  # the query's BM25 ceiling (the calibrated lexical scale)
 
 
 @dataclass(frozen=True)
@@ -87,7 +96,7 @@ def grid() -> Iterator[dict[str, Any]]:
     """The option sets :func:`fit` tries, the defaults first."""
     yield defaults()
     for normalization in NORMALIZATIONS:
-        for fill in (False, True):
+        for fill in FILLS:
             for adaptive in (False, True):
                 for alpha in ALPHAS:
                     yield {
@@ -109,12 +118,12 @@ def collect(
     where: Mapping[str, Any] | None = None,
 ) -> list[Collected]:
     """Both branches' lists (and filled-in scores) for every query."""
-    options = SearchOptions(mode="hybrid", candidates=candidates, where=where, fill=True)
+    options = SearchOptions(mode="hybrid", candidates=candidates, where=where, fill="both")
     out = []
     for qid, text in queries.items():
         branches, vector = pipeline.branches(validate_query(text), options)
         extra = pipeline.fill(text, vector, branches, options)
-        out.append(Collected(qid, branches, extra))
+        out.append(Collected(qid, branches, extra, pipeline.ceiling(text, options)))
     return out
 
 
@@ -127,7 +136,8 @@ def _ranking(item: Collected, config: Mapping[str, Any]) -> list[tuple[str, floa
         normalization=options.normalization,
         adaptive=options.adaptive,
         rrf_k=options.rrf_k,
-        extra=item.extra if options.fill else None,
+        extra={b: item.extra.get(b, {}) for b in _FILLED[options.fill]},
+        scales={"lexical": item.ceiling},
     )
     return ranked
 
