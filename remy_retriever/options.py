@@ -81,11 +81,18 @@ class SearchOptions:
 
     ``mode``: ``"semantic"`` (cosine similarity of embeddings), ``"lexical"`` (BM25) or
     ``"hybrid"`` (both branches fetch ``candidates`` chunks under the same ``where``
-    filter, then fuse by chunk id). ``fusion="convex"`` (the default, picked by
-    measurement) scores ``alpha * semantic + (1 - alpha) * lexical`` over each branch's
-    min-max normalised scores; ``fusion="rrf"`` scores ``sum_b weights[b] / (rrf_k +
-    rank_b)``, the SearchHit spec's RRF sum. ``where`` is a Chroma-style metadata filter,
-    applied inside every branch.
+    filter, then fuse by chunk id). ``fusion="convex"`` (the default) scores
+    ``alpha * semantic + (1 - alpha) * lexical`` over each branch's normalised scores:
+    ``normalization`` is ``"calibrated"`` (the default: the cosine as is, BM25 over the
+    query's BM25 ceiling), ``"minmax"``, ``"zscore"`` or ``"dbsf"``
+    (:mod:`remy_retriever.search.fusion`); ``fill`` scores the chunks only one branch
+    listed in the other branch too (``"lexical"``, the default: their BM25; ``"semantic"``:
+    their cosine; ``"both"``; ``"none"``: they get the branch's lowest score);
+    ``adaptive=True`` shifts ``alpha`` per query towards the branch whose top hit stands
+    out. ``fusion="rrf"`` scores ``sum_b weights[b] / (rrf_k + rank_b)``, the SearchHit
+    spec's RRF sum. Defaults were chosen on SciFact's train queries (benchmarks/README.md);
+    ``Retriever.tune`` fits these options on a collection's own judged queries. ``where``
+    is a Chroma-style metadata filter, applied inside every branch.
 
     ``rerank``: ``True`` (the retriever's reranker, else the default cross-encoder), a
     model name or path, or any :class:`~remy_retriever.rerankers.Reranker`; ``None`` uses
