@@ -277,7 +277,9 @@ def run_extras(data: SweepData, base: tuple[str, float, bool]) -> dict[str, dict
     return rows
 
 
-def run_bm25(data: SweepData, dataset_dir: str) -> dict[str, dict[str, float]]:
+def run_bm25(
+    data: SweepData, dataset_dir: str, points: str | None = None
+) -> dict[str, dict[str, float]]:
     """Lexical alone and two fusions with BM25 recomputed for a grid of k1 / b / title
     weight (tantivy itself is fixed at k1=1.2, b=0.75, title weight 1)."""
     import dataclasses
@@ -299,6 +301,8 @@ def run_bm25(data: SweepData, dataset_dir: str) -> dict[str, dict[str, float]]:
         if (k1, b) != (1.2, 0.75)
     ]
     grid += [(1.2, 0.75, w) for w in (0.0, 2.0, 3.0)]
+    if points:  # "k1:b:title,..."
+        grid = [tuple(float(x) for x in p.split(":")) for p in points.split(",")]  # type: ignore[misc]
     for k1, b, w in grid:
         bm = [matrix.scores(t, k1=k1, b=b, title_weight=w) for t in data.texts]
         d2 = dataclasses.replace(data, bm25=bm)
@@ -327,13 +331,14 @@ def main() -> None:
     p.add_argument("--only", default=None)
     p.add_argument("--extras", default=None, help="how,alpha,fill for the extra variants")
     p.add_argument("--bm25", action="store_true", help="sweep k1 / b / title weight")
+    p.add_argument("--bm25-points", default=None, help="k1:b:title,... (default: a grid)")
     p.add_argument("--out", type=Path, default=common.RESULTS_DIR)
     args = p.parse_args()
     started = time.perf_counter()
     data = load(args.dataset, args.split)
     print(f"loaded {describe(data)} in {time.perf_counter() - started:.1f}s", flush=True)
     if args.bm25:
-        rows = run_bm25(data, args.dataset)
+        rows = run_bm25(data, args.dataset, args.bm25_points)
         name = f"quality-sweep-bm25-{data.dataset}-{data.split}"
     elif args.extras:
         how, alpha, fill = args.extras.split(",")

@@ -83,7 +83,7 @@ def test_tune_on_train_then_searches_use_the_stored_options(
         q = queries[0]
         assert r.rank(q) == r.rank(q, fusion="rrf", rrf_k=20.0)
         assert r.rank(q) != r.rank(q, **defaults())
-        assert r.rank(q, fusion="convex", alpha=0.4) == r.rank(q, **defaults())  # keywords win
+        assert r.rank(q, fusion="convex") == r.rank(q, **defaults())  # keywords win
 
     assert main([*evaluate, "--mode", "hybrid"]) == 0
     assert json.loads(capsys.readouterr().out)["search_config"] == {"fusion": "rrf", "rrf_k": 20.0}
