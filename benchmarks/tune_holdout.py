@@ -25,7 +25,7 @@ import numpy as np
 from benchmarks import common
 from benchmarks.sweep_data import SweepData, load
 from remy_retriever.evaluation import load_beir, rank_documents
-from remy_retriever.search.tuning import Collected, _ranking, defaults, fit
+from remy_retriever.search.tuning import Collected, defaults, fit, ranking
 
 CANDIDATES = 100
 
@@ -56,7 +56,7 @@ def score(items: list[Collected], qrels: Any, config: Any) -> float:
     measure = ir_measures.parse_measure("nDCG@10")
     run = {}
     for item in items:
-        docs = rank_documents(_ranking(item, config), 100)
+        docs = rank_documents(ranking(item, config), 100)
         run[item.query_id] = {d: float(100 - i) for i, d in enumerate(docs)}
     return round(float(ir_measures.calc_aggregate([measure], qrels, run)[measure]), 4)
 
@@ -100,7 +100,7 @@ def main() -> None:
                 chosen.append(dict(report.config))
                 for i in held:
                     item = test_items[i]
-                    docs = rank_documents(_ranking(item, report.config), 100)
+                    docs = rank_documents(ranking(item, report.config), 100)
                     pooled_tuned[item.query_id] = {d: float(100 - r) for r, d in enumerate(docs)}
                 tuned_run += [test_items[i] for i in held]
             measure = ir_measures.parse_measure("nDCG@10")

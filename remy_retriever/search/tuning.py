@@ -34,7 +34,16 @@ from ..options import (
 from . import fusion
 from .pipeline import Branches, SearchPipeline
 
-__all__ = ["ALPHAS", "Collected", "TuneReport", "collect", "defaults", "fit", "grid"]
+__all__ = [
+    "ALPHAS",
+    "Collected",
+    "TuneReport",
+    "collect",
+    "defaults",
+    "fit",
+    "grid",
+    "ranking",
+]
 
 #: The semantic weights the fit tries.
 ALPHAS = (0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8)
@@ -127,8 +136,10 @@ def collect(
     return out
 
 
-def _ranking(item: Collected, config: Mapping[str, Any]) -> list[tuple[str, float]]:
-    options = SearchOptions(**config)
+def ranking(item: Collected, config: Mapping[str, Any] | SearchOptions) -> list[tuple[str, float]]:
+    """The fused chunk ranking of one collected query under ``config`` (search options,
+    or a mapping of them)."""
+    options = config if isinstance(config, SearchOptions) else SearchOptions(**config)
     ranked, _ = fusion.fuse(
         item.branches,
         fusion=options.fusion,
@@ -162,8 +173,9 @@ def fit(
     tried: list[tuple[Mapping[str, Any], float]] = []
     for config in options if options is not None else grid():
         run = {}
+        checked = SearchOptions(**config)  # validated once per option set
         for item in judged:
-            docs = rank_documents(_ranking(item, config), DEPTH)
+            docs = rank_documents(ranking(item, checked), DEPTH)
             run[item.query_id] = {d: float(DEPTH - i) for i, d in enumerate(docs)}
         value = float(ir_measures.calc_aggregate([measure], qrels, run)[measure])
         tried.append((dict(config), round(value, 6)))
