@@ -195,28 +195,31 @@ class SearchOptions:
 
 def load_search_config(raw: object, *, where: str = "the collection") -> dict[str, Any]:
     """The search options stored by ``remy tune`` (JSON text from :func:`dump_search_config`;
-    ``None`` -> ``{}``), validated: unknown or invalid ones raise InvalidInputError."""
+    ``None`` or ``""`` -> ``{}``), validated: anything else raises InvalidInputError."""
     if raw is None or raw == "":
         return {}
     try:
         data = json.loads(raw) if isinstance(raw, str) else None
-    except ValueError:
-        data = None
-    if not isinstance(data, dict) or not set(data) <= set(TUNABLE):
+        if not isinstance(data, dict) or not set(data) <= set(TUNABLE):
+            raise ValueError(raw)
+        SearchOptions(**data)  # validates every value
+    except (ValueError, TypeError) as exc:  # InvalidInputError is a ValueError
         msg = (
-            f"{where} holds a search config that is not valid ({short_repr(raw)}); run "
-            "`remy tune` again, or `remy tune --reset` to go back to the defaults"
+            f"{where} holds a search config that is not valid ({short_repr(raw)}: {exc}); "
+            "run `remy tune` again, or `remy tune --reset` to go back to the defaults"
         )
-        raise InvalidInputError(msg)
-    SearchOptions(**data)  # validates every value
+        raise InvalidInputError(msg) from exc
     return data
 
 
 def dump_search_config(config: Mapping[str, Any]) -> str:
     """``config`` (options among :data:`TUNABLE`, validated) as JSON text."""
-    text = json.dumps(dict(config), sort_keys=True)
-    load_search_config(text)
-    return text
+    unknown = sorted(set(config) - set(TUNABLE))
+    if unknown:
+        msg = f"search config option(s) {unknown} cannot be stored; use any of {list(TUNABLE)}"
+        raise InvalidInputError(msg)
+    SearchOptions(**config)
+    return json.dumps(dict(config), sort_keys=True)
 
 
 def validate_query(query: object) -> str:

@@ -30,7 +30,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..embeddings import as_matrix
-from ..errors import StoreError
+from ..errors import InvalidInputError, StoreError
 from ..filters import Filter
 from ..options import dump_search_config, load_search_config
 from ..records import (
@@ -267,8 +267,14 @@ class StoreSync:
             self._synced(generation, started)
 
     def search_config(self) -> dict[str, Any]:
-        """The search options ``remy tune`` stored for the collection (``{}``: none)."""
-        return load_search_config(self.dense.setting(SEARCH_CONFIG_KEY))
+        """The search options ``remy tune`` stored for the collection (``{}``: none, or a
+        stored value this version cannot read, logged: searches keep the defaults and
+        ``remy tune`` can overwrite it)."""
+        try:
+            return load_search_config(self.dense.setting(SEARCH_CONFIG_KEY))
+        except InvalidInputError as exc:
+            _log.warning("ignoring the stored search config: %s", exc)
+            return {}
 
     def save_search_config(self, config: Mapping[str, Any]) -> None:
         """Store search options for the collection (``{}`` clears them)."""

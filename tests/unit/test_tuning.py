@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from remy_retriever.errors import InvalidInputError
+from remy_retriever.options import dump_search_config, load_search_config
 from remy_retriever.search.fusion import fuse, normalize, peak_alpha
 from remy_retriever.search.tuning import Collected, defaults, fit
 
@@ -70,3 +72,14 @@ def test_peak_alpha_moves_weight_to_the_peaked_branch() -> None:
     assert peak_alpha(0.5, peaked, flat) > 0.5
     assert peak_alpha(0.5, flat, peaked) < 0.5
     assert peak_alpha(0.4, [], []) == 0.4
+
+
+def test_stored_search_config_round_trips_and_is_validated() -> None:
+    config = {"fusion": "convex", "alpha": 0.3, "normalization": "zscore", "fill": "both"}
+    assert load_search_config(dump_search_config(config)) == config
+    assert load_search_config(None) == {} and load_search_config("") == {}
+    for bad in ('{"alpha": 2}', '{"bogus": 1}', "not json", '["alpha"]', '{"fill": true}'):
+        with pytest.raises(InvalidInputError, match="remy tune"):
+            load_search_config(bad)
+    with pytest.raises(InvalidInputError, match="alpha must be a number in"):
+        dump_search_config({"alpha": -1})
