@@ -35,7 +35,7 @@ ALPHAS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 
 # name -> (label, python modules it needs)
 SYSTEMS: dict[str, tuple[str, tuple[str, ...]]] = {
-    "ours": ("remy lexical / semantic / hybrid (rrf, convex)", ()),
+    "ours": ("remy lexical / semantic / hybrid (default, rrf, plain convex)", ()),
     "ours-e2e": (
         "remy hybrid (default fusion), real MiniLM query embedding",
         ("sentence_transformers",),
@@ -233,15 +233,16 @@ def _ours(
             return r.rank(q, mode=mode, candidates=args.candidates)
 
         modes[mode] = _evaluate(ds, rank)
-    # Fusion is explicit (the library default has changed over time; recorded below).
+    # The library's default fusion (recorded below), then explicit ones for comparison.
+    modes["hybrid"] = _evaluate(ds, lambda q: r.rank(q, mode="hybrid", candidates=args.candidates))
     modes["hybrid-rrf"] = _evaluate(
-        ds, lambda q: r.rank(q, mode="hybrid", candidates=args.candidates)
+        ds, lambda q: r.rank(q, mode="hybrid", candidates=args.candidates, fusion="rrf")
     )
+    # The plain convex combination (min-max, fixed alpha): the default before issue #17.
+    plain = {"fusion": "convex", "normalization": "minmax", "fill": "none", "adaptive": False}
     modes[f"hybrid-convex-a{args.alpha}"] = _evaluate(
         ds,
-        lambda q: r.rank(
-            q, mode="hybrid", candidates=args.candidates, fusion="convex", alpha=args.alpha
-        ),
+        lambda q: r.rank(q, mode="hybrid", candidates=args.candidates, alpha=args.alpha, **plain),
     )
     out["modes"] = modes
     out["library_default_fusion"] = _library_default()
@@ -249,9 +250,7 @@ def _ours(
     for alpha in ALPHAS if not args.no_sweep else ():
 
         def convex(q: str, alpha: float = alpha) -> list[tuple[str, float]]:
-            return r.rank(
-                q, mode="hybrid", candidates=args.candidates, fusion="convex", alpha=alpha
-            )
+            return r.rank(q, mode="hybrid", candidates=args.candidates, alpha=alpha, **plain)
 
         res = _evaluate(ds, convex)
         sweep[str(alpha)] = {"nDCG@10": res["nDCG@10"], "R@100": res["R@100"]}
@@ -261,12 +260,9 @@ def _ours(
 
 
 def _library_default() -> dict[str, Any]:
-    from remy_retriever import retriever
+    from remy_retriever.search.tuning import defaults
 
-    return {
-        "fusion": getattr(retriever, "DEFAULT_FUSION", "rrf"),
-        "alpha": getattr(retriever, "DEFAULT_ALPHA", 0.5),
-    }
+    return defaults()
 
 
 def _ours_e2e(

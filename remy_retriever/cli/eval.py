@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..evaluation import evaluate, load_beir, machine_info
+from ..evaluation import BeirDataset, evaluate, load_beir, machine_info
 from ..ingest.writer import show_progress
 from ..retriever import Retriever
 from .common import (
@@ -24,7 +24,7 @@ from .common import (
     store_client,
 )
 
-__all__ = ["add_parser", "run"]
+__all__ = ["add_parser", "eval_store", "run"]
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -41,9 +41,12 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     parser.add_argument("--depth", type=int, default=100, help="documents per query for recall")
     parser.add_argument("--candidates", type=int, default=100, help="chunks each branch fetches")
     parser.add_argument(
-        "--fusion", default="convex", choices=["rrf", "convex"], help="how hybrid fuses"
+        "--fusion",
+        default=None,
+        choices=["rrf", "convex"],
+        help="default: the library's, or what `remy tune` stored for the index",
     )
-    parser.add_argument("--alpha", type=float, default=0.4, help="semantic weight (convex)")
+    parser.add_argument("--alpha", type=float, default=None, help="semantic weight (convex)")
     add_rerank_flags(parser)
     add_embedder_flag(parser)
     parser.add_argument("--cache", default=None, help="directory for the built index (reused)")
@@ -56,16 +59,25 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     parser.set_defaults(run=run)
 
 
+def eval_store(dataset: BeirDataset, cache: str | None, embedder: str | None) -> Path:
+    """Where ``remy eval`` keeps a dataset's index: ``CACHE/<name>-<fingerprint>``
+    (``CACHE`` default ``.cache/remy-eval``), one per ``--embedder``."""
+    store = (Path(cache) if cache else Path(".cache") / "remy-eval") / (
+        f"{dataset.name}-{dataset.fingerprint}"
+    )
+    if embedder is not None:  # one cached index per model
+        model = hashlib.sha256(embedder.encode("utf-8", "surrogatepass")).hexdigest()
+        store = store.with_name(f"{store.name}-{model[:12]}")
+    return store
+
+
 def run(args: argparse.Namespace) -> int:
     """Run ``remy eval``: prints a table of the measures (or the JSON report)."""
     reranker = rerank_model(args)
     dataset = load_beir(args.beir_dir)
     modes = args.mode or ["lexical", "semantic", "hybrid"]
-    cache = Path(args.cache) if args.cache else Path(".cache") / "remy-eval"
-    store = cache / f"{dataset.name}-{dataset.fingerprint}"
-    if args.embedder is not None:  # one cached index per model
-        model = hashlib.sha256(args.embedder.encode("utf-8", "surrogatepass")).hexdigest()
-        store = store.with_name(f"{store.name}-{model[:12]}")
+    store = eval_store(dataset, args.cache, args.embedder)
+    fusion = {k: v for k, v in (("fusion", args.fusion), ("alpha", args.alpha)) if v is not None}
     measures = (f"nDCG@{args.k}", f"R@{args.depth}")
     show = show_progress(args.progress)
     if args.server is not None:  # one collection per dataset version (and model)
@@ -94,9 +106,7 @@ def run(args: argparse.Namespace) -> int:
         for mode in modes:
 
             def rank(q: str, mode: Any = mode) -> list[tuple[str, float]]:
-                return r.rank(
-                    q, mode=mode, candidates=args.candidates, fusion=args.fusion, alpha=args.alpha
-                )
+                return r.rank(q, mode=mode, candidates=args.candidates, **fusion)
 
             results[mode] = evaluate(
                 dataset, rank, depth=args.depth, measures=measures, progress=show, label=mode
@@ -111,9 +121,8 @@ def run(args: argparse.Namespace) -> int:
                         mode=mode,
                         k=args.rerank_depth,
                         candidates=args.candidates,
-                        fusion=args.fusion,
-                        alpha=args.alpha,
                         rerank=reranker,
+                        **fusion,
                         rerank_depth=args.rerank_depth,
                     )
                     head = [(h.id, h.score) for h in hits]
@@ -128,8 +137,10 @@ def run(args: argparse.Namespace) -> int:
                     progress=show,
                     label=f"{mode}+rerank",
                 )
+        search_config = r.search_config
     out = {
         "dataset": dataset.name,
+        "search_config": search_config,
         "queries": len(dataset.queries),
         "documents": len(dataset.corpus),
         "chunks_embedded": report.chunks_written,

@@ -41,12 +41,13 @@ def explain_hit(
     cid: str,
     score: float,
     positions: Positions,
-    norms: Mapping[str, Mapping[str, float]],
+    convex: tuple[Mapping[str, float], Mapping[str, Mapping[str, float]]] | None,
     text: str,
 ) -> SearchExplain:
-    """Per branch: rank, raw score and its share of the fused score (RRF: ``w / (k +
-    rank)``; convex: ``weight * min-max normalised score``, so a branch's lowest-scoring
-    candidate contributes 0 though that branch found it)."""
+    """Per branch that listed the chunk: rank, raw score and its share of the fused score
+    (RRF: ``w / (k + rank)``; convex: ``weight * normalised score``, from ``convex``, the
+    ``(weights, normalised scores)`` the fusion used; with min-max scaling a branch's
+    lowest-scoring candidate contributes 0 though that branch found it)."""
     found: dict[str, BranchExplain] = {}
     for name, table in positions.items():
         if cid in table:
@@ -54,9 +55,8 @@ def explain_hit(
             contribution: float | None = None
             if options.mode == "hybrid" and options.fusion == "rrf":
                 contribution = options.branch_weights[name] / (options.rrf_k + rank)
-            elif options.mode == "hybrid":
-                weight = options.alpha if name == "semantic" else 1.0 - options.alpha
-                contribution = weight * norms[name][cid]
+            elif options.mode == "hybrid" and convex is not None:
+                contribution = convex[0][name] * convex[1][name][cid]
             found[name] = BranchExplain(rank=rank, score=raw, contribution=contribution)
     pairs = matched_terms(query, text) if options.mode != "semantic" else ()
     return SearchExplain(

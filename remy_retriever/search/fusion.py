@@ -1,17 +1,58 @@
 """Rank fusion, as pure functions over ranked lists of ids. No I/O.
 
-Both functions fuse by id, never by text, and return ``(id, fused score)`` best first,
-ties broken by the best rank the id reached in any list, then by id.
+Fusion is by id, never by text; the result is ``(id, fused score)`` best first, ties
+broken by the best rank the id reached in any list, then by id.
+
+- :func:`rrf`: weighted reciprocal-rank fusion (scores ignored).
+- :func:`convex`: a weighted sum of each branch's normalised scores. The normalisation
+  (:data:`NORMALIZATIONS`) takes its statistics from the branch's own list, then applies
+  them to every score of that branch, including the ``extra`` scores a caller may add
+  for ids the branch did not list (the pipeline's ``fill``: the cosine of a chunk only
+  the lexical branch found, the BM25 score of one only the dense branch found). An id
+  with no score in a branch gets the lowest normalised score of that branch's list (0
+  for min-max).
+- :func:`peak_alpha`: a query-adaptive semantic weight, from how peaked each branch's
+  scores are.
 """
 
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
-__all__ = ["convex", "normalize_scores", "rrf"]
+__all__ = [
+    "NORMALIZATIONS",
+    "Convex",
+    "combine",
+    "convex",
+    "fuse",
+    "normalize",
+    "normalize_scores",
+    "peak_alpha",
+    "peakedness",
+    "rrf",
+]
 
 Ranked = Sequence[tuple[str, float]]
+#: How :func:`normalize` maps a branch's raw scores to a common scale: ``calibrated``
+#: ``s / scale`` clipped to [0, 1], an absolute scale that ignores the list (the
+#: search passes the cosine as is, scale 1, and BM25 over the query's BM25 ceiling, the
+#: relevance of :mod:`.calibration`); ``minmax`` ``(s - min) / (max - min)``; ``zscore``
+#: ``(s - mean) / std``; ``dbsf`` (distribution-based, as Qdrant's DBSF)
+#: ``(s - (mean - 3 std)) / (6 std)`` clipped to [0, 1]. The last three take their
+#: statistics from the branch's own list.
+NORMALIZATIONS: tuple[str, ...] = ("calibrated", "minmax", "zscore", "dbsf")
+
+
+@dataclass(frozen=True)
+class Convex:
+    """What a convex fusion combined: each branch's normalised scores and the weights
+    (after a query-adaptive change), so ``explain`` can report each branch's share."""
+
+    norms: Mapping[str, Mapping[str, float]]
+    weights: Mapping[str, float]
 
 
 def rrf(
@@ -37,35 +78,138 @@ def rrf(
 
 def normalize_scores(items: Ranked) -> dict[str, float]:
     """Min-max normalise one list's scores to [0, 1] (all-equal scores map to 1)."""
-    if not items:
-        return {}
-    values = [s for _, s in items if math.isfinite(s)]
-    lo, hi = (min(values), max(values)) if values else (0.0, 0.0)
-    span = hi - lo
-    out: dict[str, float] = {}
-    for doc_id, score in items:
-        if not math.isfinite(score):
-            out[doc_id] = 0.0
-        elif span <= 0:
-            out[doc_id] = 1.0
-        else:
-            out[doc_id] = (score - lo) / span
+    return normalize(items, "minmax")
+
+
+def _finite(items: Ranked) -> list[float]:
+    return [s for _, s in items if math.isfinite(s)]
+
+
+def normalize(
+    items: Ranked,
+    how: str = "minmax",
+    extra: Mapping[str, float] | None = None,
+    *,
+    scale: float = 1.0,
+) -> dict[str, float]:
+    """Normalise a list's scores (and ``extra`` scores of ids outside it) by ``how``
+    (:data:`NORMALIZATIONS`; ``scale`` is the ``calibrated`` divisor). Non-finite scores
+    map to the lowest normalised value of the list."""
+    if how not in NORMALIZATIONS:
+        msg = f"unknown normalization {how!r}; use one of {', '.join(NORMALIZATIONS)}"
+        raise ValueError(msg)
+    values = _finite(items)
+    if how == "calibrated":
+        shift, clip = 0.0, True
+    elif not values:
+        shift, scale, clip = 0.0, 0.0, False
+    elif how == "minmax":
+        shift, scale, clip = min(values), max(values) - min(values), False
+    else:
+        mean = statistics.fmean(values)
+        std = statistics.pstdev(values) if len(values) > 1 else 0.0
+        shift, scale, clip = (
+            (mean, std, False) if how == "zscore" else (mean - 3 * std, 6 * std, True)
+        )
+    # All-equal (or no) scores: min-max and DBSF map them to 1, z-scores to 0; a
+    # calibrated branch without a scale (a query with no indexable terms) to 0.
+    flat = 0.0 if how in ("zscore", "calibrated") else 1.0
+
+    def norm(score: float) -> float:
+        if scale <= 0:
+            return flat
+        value = (score - shift) / scale
+        return min(1.0, max(0.0, value)) if clip else value
+
+    out = {doc_id: norm(score) for doc_id, score in items if math.isfinite(score)}
+    floor = min(out.values(), default=0.0)
+    for doc_id, _ in items:
+        out.setdefault(doc_id, floor)
+    for doc_id, score in (extra or {}).items():
+        if doc_id not in out:
+            out[doc_id] = norm(score) if math.isfinite(score) else floor
     return out
 
 
-def convex(
-    ranked: Mapping[str, Ranked], *, weights: Mapping[str, float]
+def combine(
+    norms: Mapping[str, Mapping[str, float]],
+    ranked: Mapping[str, Ranked],
+    weights: Mapping[str, float],
 ) -> list[tuple[str, float]]:
-    """Convex combination of min-max normalised scores: ``sum_b w_b * norm_b(d)``.
-
-    An id missing from a list contributes 0 for that list. With two branches the weights
-    are ``alpha`` and ``1 - alpha``.
-    """
-    fused: dict[str, float] = {}
+    """``sum_b w_b * norms[b][d]`` over every id any branch lists; an id a branch has no
+    normalised score for gets that branch's lowest one."""
+    floors = {b: min(n.values(), default=0.0) for b, n in norms.items()}
     best: dict[str, int] = {}
-    for branch, items in ranked.items():
-        weight = float(weights.get(branch, 0.0))
-        for rank, (doc_id, norm) in enumerate(normalize_scores(items).items(), start=1):
-            fused[doc_id] = fused.get(doc_id, 0.0) + weight * norm
+    for items in ranked.values():
+        for rank, (doc_id, _) in enumerate(items, start=1):
             best[doc_id] = min(best.get(doc_id, rank), rank)
+    fused = {
+        doc_id: sum(float(weights.get(b, 0.0)) * n.get(doc_id, floors[b]) for b, n in norms.items())
+        for doc_id in best
+    }
     return sorted(fused.items(), key=lambda item: (-item[1], best[item[0]], item[0]))
+
+
+def convex(
+    ranked: Mapping[str, Ranked],
+    *,
+    weights: Mapping[str, float],
+    normalization: str = "minmax",
+    extra: Mapping[str, Mapping[str, float]] | None = None,
+) -> list[tuple[str, float]]:
+    """Convex combination of normalised scores: ``sum_b w_b * norm_b(d)``.
+
+    With two branches the weights are ``alpha`` and ``1 - alpha``. ``extra`` maps a
+    branch to raw scores of ids it did not list (see the module docstring)."""
+    extra = extra or {}
+    norms = {b: normalize(items, normalization, extra.get(b)) for b, items in ranked.items()}
+    return combine(norms, ranked, weights)
+
+
+def peakedness(items: Ranked) -> float:
+    """How far a list's top score stands above the list, in standard deviations:
+    ``(top - mean) / std`` (0 for fewer than two scores or no spread)."""
+    values = _finite(items)
+    if len(values) < 2:
+        return 0.0
+    std = statistics.pstdev(values)
+    return (max(values) - statistics.fmean(values)) / std if std > 0 else 0.0
+
+
+def peak_alpha(alpha: float, semantic: Ranked, lexical: Ranked) -> float:
+    """A query's semantic weight: ``alpha`` scaled by the branches' :func:`peakedness`,
+    ``alpha * p_s / (alpha * p_s + (1 - alpha) * p_l)`` (``alpha`` when both are flat).
+    A branch whose best hit stands out from its list gets more of the say."""
+    p_sem, p_lex = peakedness(semantic), peakedness(lexical)
+    total = alpha * p_sem + (1.0 - alpha) * p_lex
+    return alpha * p_sem / total if total > 0 else alpha
+
+
+def fuse(
+    branches: Mapping[str, Ranked],
+    *,
+    fusion: str,
+    alpha: float,
+    normalization: str = "minmax",
+    adaptive: bool = False,
+    rrf_k: float = 60.0,
+    rrf_weights: Mapping[str, float] | None = None,
+    extra: Mapping[str, Mapping[str, float]] | None = None,
+    scales: Mapping[str, float] | None = None,
+) -> tuple[list[tuple[str, float]], Convex | None]:
+    """Fuse a hybrid search's ``semantic`` and ``lexical`` lists as the search options
+    say: RRF, or the convex combination (query-adaptive ``alpha`` with ``adaptive``;
+    ``extra``: the filled-in scores; ``scales``: each branch's ``calibrated`` divisor,
+    default 1). Returns the ranking and, for convex, what it combined."""
+    if fusion == "rrf":
+        return rrf(branches, k=rrf_k, weights=rrf_weights), None
+    if adaptive:
+        alpha = peak_alpha(alpha, branches["semantic"], branches["lexical"])
+    weights = {"semantic": alpha, "lexical": 1.0 - alpha}
+    extra = extra or {}
+    scales = scales or {}
+    norms = {
+        b: normalize(items, normalization, extra.get(b), scale=scales.get(b, 1.0))
+        for b, items in branches.items()
+    }
+    return combine(norms, branches, weights), Convex(norms=norms, weights=weights)

@@ -24,6 +24,7 @@ from ..text.analysis import analyze_query, sanitize
 from . import fusion
 from .calibration import ScoredHit, calibrate, query_ceiling
 from .enrich import distinctive_terms, explain_hit, highlight, with_neighbors
+from .fusion import Convex
 from .rerank import rerank_hits
 
 __all__ = ["Branches", "Ranking", "SearchPipeline", "query_vector"]
@@ -44,31 +45,83 @@ class SearchPipeline:
 
     def rank(self, query: str, options: SearchOptions) -> Ranking:
         """Run the branches of ``options.mode`` and fuse: ``(fused, per-branch lists)``."""
+        fused, branches, _ = self.fuse(query, options)
+        return fused, branches
+
+    def fuse(
+        self, query: str, options: SearchOptions
+    ) -> tuple[list[tuple[str, float]], Branches, Convex | None]:
+        """:meth:`rank`, plus what a convex fusion combined (for ``explain``)."""
+        branches, vector = self.branches(query, options)
+        if options.mode != "hybrid":
+            return branches[options.mode], branches, None
+        extra = {}
+        if options.fill != "none" and options.fusion == "convex":
+            extra = self.fill(query, vector, branches, options)
+        scales = None
+        if options.normalization == "calibrated" and options.fusion == "convex":
+            scales = {"lexical": self.ceiling(query, options)}
+        ranked, detail = fusion.fuse(
+            branches,
+            fusion=options.fusion,
+            alpha=options.alpha,
+            normalization=options.normalization,
+            adaptive=options.adaptive,
+            rrf_k=options.rrf_k,
+            rrf_weights=options.branch_weights,
+            extra=extra,
+            scales=scales,
+        )
+        return ranked, branches, detail
+
+    def ceiling(self, query: str, options: SearchOptions) -> float:
+        """The query's BM25 ceiling (:func:`.calibration.query_ceiling`) under the filter."""
+        return query_ceiling(query, lambda t: self.sync.lexical.idf(t, options.filter))
+
+    def branches(self, query: str, options: SearchOptions) -> tuple[Branches, np.ndarray | None]:
+        """Each branch's list for ``options.mode``, and the query vector (``None`` in
+        lexical mode)."""
         branches: Branches = {}
-        pool = options.pool
+        vector = None
         if options.mode in ("semantic", "hybrid"):
             # Lone surrogates become U+FFFD: model tokenizers reject them.
             text = sanitize(query[:EMBED_QUERY_CHARS])
             dense = self.sync.dense
             vector = query_vector(dense.embedder.embed_query(text))
-            branches["semantic"] = dense.query(vector, pool, to_chroma(options.filter))
+            branches["semantic"] = dense.query(vector, options.pool, to_chroma(options.filter))
         if options.mode in ("lexical", "hybrid"):
-            branches["lexical"] = self.sync.search_lexical(query, pool, options.filter)
-        if options.mode != "hybrid":
-            return branches[options.mode], branches
-        if options.fusion == "convex":
-            weights = {"semantic": options.alpha, "lexical": 1.0 - options.alpha}
-            return fusion.convex(branches, weights=weights), branches
-        return fusion.rrf(branches, k=options.rrf_k, weights=options.branch_weights), branches
+            branches["lexical"] = self.sync.search_lexical(query, options.pool, options.filter)
+        return branches, vector
+
+    def fill(
+        self, query: str, vector: np.ndarray | None, branches: Branches, options: SearchOptions
+    ) -> dict[str, dict[str, float]]:
+        """The raw scores ``options.fill`` asks for, of the chunks only the other branch
+        listed: ``semantic``, their cosine (Chroma, exact over those ids); ``lexical``,
+        their BM25 (0 when no query term occurs); ``both``. Both reads keep the search's
+        filter, and the ids come from a filtered branch."""
+        sem_ids = {cid for cid, _ in branches["semantic"]}
+        lex_ids = {cid for cid, _ in branches["lexical"]}
+        only_lex = sorted(lex_ids - sem_ids) if options.fill in ("semantic", "both") else []
+        only_sem = sorted(sem_ids - lex_ids) if options.fill in ("lexical", "both") else []
+        extra: dict[str, dict[str, float]] = {"semantic": {}, "lexical": {}}
+        if only_lex and vector is not None:
+            where = to_chroma(options.filter)
+            got = self.sync.dense.query(vector, len(only_lex), where, among=only_lex)
+            extra["semantic"] = dict(got)
+        if only_sem:  # the lexical branch caught the index up a moment ago
+            got = self.sync.lexical.search(query, len(only_sem), options.filter, only_sem)
+            extra["lexical"] = {cid: 0.0 for cid in only_sem} | dict(got)
+        return extra
 
     def run(
         self, query: str, options: SearchOptions, *, default_reranker: Reranker | None
     ) -> list[SearchHit]:
         """Up to ``options.k`` cited hits, best first."""
         reranker = resolve_reranker(options.rerank, default_reranker)
-        ranked, branches = self.rank(query, options)
+        ranked, branches, detail = self.fuse(query, options)
         limit = max(options.k, options.rerank_depth) if reranker is not None else options.k
-        hits = self.hits(query, options, ranked, branches, limit=limit)
+        hits = self.hits(query, options, ranked, branches, limit=limit, detail=detail)
         if reranker is not None:
             hits = rerank_hits(sanitize(query), hits, reranker)
         hits = hits[: options.k]
@@ -90,6 +143,7 @@ class SearchPipeline:
         branches: Mapping[str, Sequence[tuple[str, float]]],
         *,
         limit: int,
+        detail: Convex | None = None,
     ) -> list[SearchHit]:
         """Fetch records for the top of ``ranked`` and build hits. Records that no longer
         exist, or whose metadata fails the filter (a stale lexical entry), are dropped
@@ -98,11 +152,7 @@ class SearchPipeline:
             name: {cid: (rank, score) for rank, (cid, score) in enumerate(items, start=1)}
             for name, items in branches.items()
         }
-        norms = (
-            {name: fusion.normalize_scores(items) for name, items in branches.items()}
-            if options.explain and options.mode == "hybrid" and options.fusion == "convex"
-            else {}
-        )
+        parts = None if detail is None else (detail.weights, detail.norms)
         out: list[SearchHit] = []
         start = 0
         while len(out) < limit and start < len(ranked):
@@ -115,7 +165,7 @@ class SearchPipeline:
                     continue
                 info = None
                 if options.explain:
-                    info = explain_hit(options, query, cid, score, positions, norms, record[1])
+                    info = explain_hit(options, query, cid, score, positions, parts, record[1])
                 out.append(to_hit(record, score, info))
                 if len(out) == limit:
                     break
@@ -128,7 +178,7 @@ class SearchPipeline:
         hits = self.run(query, options, default_reranker=default_reranker)
         ceiling = 0.0
         if options.mode != "semantic" and any(h.retrieval_rank is None for h in hits):
-            ceiling = query_ceiling(query, lambda t: self.sync.lexical.idf(t, options.filter))
+            ceiling = self.ceiling(query, options)
         return calibrate(hits, mode=options.mode, ceiling=ceiling)
 
 

@@ -37,10 +37,12 @@ __all__ = [
     "ChromaCalls",
     "OpenedClient",
     "check_hnsw",
+    "is_embedded",
     "lexical_cache_dir",
     "local_path",
     "open_client",
     "paged",
+    "system_of",
 ]
 
 T = TypeVar("T")
@@ -371,3 +373,24 @@ def _embedded_dir(client: Any) -> Path | None:
     if getattr(settings, "is_persistent", False) and persist:
         return Path(persist)
     return None
+
+
+def is_embedded(client: Any) -> bool:
+    """A persistent local client (``chromadb.PersistentClient``)?"""
+    try:
+        settings = client.get_settings()
+    except Exception:
+        return False
+    return (
+        bool(getattr(settings, "is_persistent", False))
+        and bool(getattr(settings, "persist_directory", None))
+        and getattr(client, "_identifier", None) is not None
+    )
+
+
+def system_of(client: Any) -> Any:
+    """The embedded Chroma system behind ``client`` (None when it has none)."""
+    try:
+        return client._system
+    except Exception:
+        return None

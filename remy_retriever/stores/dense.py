@@ -45,7 +45,7 @@ from ..embeddings import (
 )
 from ..errors import CollectionNotFoundError, InvalidInputError, ModelLoadError, StoreError
 from ..records import EMBEDDER_KEY, EMBEDDER_PENDING_KEY, GENERATION_KEY, Record, pack, unpack
-from .chroma import HNSW_KEYS, ChromaCalls, check_hnsw, paged
+from .chroma import HNSW_KEYS, ChromaCalls, check_hnsw, is_embedded, paged, system_of
 from .identity import (
     EmbedderIdentity,
     PreparedEmbedder,
@@ -125,8 +125,8 @@ class DenseStore:
             "open the collection", lambda: self._open(embedder, create, hnsw, reembed)
         )
         self._embedder: Embedder = self.collection._embedding_function.embedder
-        self._embedded = _is_embedded(self.client)
-        self._system = _system_of(self.client)
+        self._embedded = is_embedded(self.client)
+        self._system = system_of(self.client)
         self._reloaded_at = 0.0
         self._generation_read: tuple[str, float] | None = None
         #: The store's writer lock (set by the owner). A read never reloads the view
@@ -326,7 +326,11 @@ class DenseStore:
 
         return dict(self.calls.call("read the collection metadata", read))
 
-    def _set_metadata(self, changes: Mapping[str, Any], what: str) -> None:
+    def setting(self, key: str) -> Any:
+        """One collection metadata value, read afresh (``None`` when unset)."""
+        return self._fresh_metadata().get(key)
+
+    def set_metadata(self, changes: Mapping[str, Any], what: str) -> None:
         """Change some collection metadata keys (call holding the writer lock: Chroma
         replaces the whole mapping, so it is read afresh to keep the others' keys)."""
 
@@ -342,7 +346,7 @@ class DenseStore:
         assert self.identity is not None
         recorded, pending = recorded_identity(self._fresh_metadata(), where=self.where)
         if recorded is None and pending is None:
-            self._set_metadata({EMBEDDER_KEY: self.identity.to_json()}, "record the embedder")
+            self.set_metadata({EMBEDDER_KEY: self.identity.to_json()}, "record the embedder")
         else:
             check_identity(recorded, pending, self.identity, where=self.where)
         self.unrecorded = False
@@ -367,7 +371,7 @@ class DenseStore:
         mixed. Returns the chunks re-embedded."""
         assert self.identity is not None
         target = self.identity.to_json()
-        self._set_metadata({EMBEDDER_PENDING_KEY: target}, "mark the re-embedding")
+        self.set_metadata({EMBEDDER_PENDING_KEY: target}, "mark the re-embedding")
         ids = [
             cid for page in self.iter_all(documents=False, metadatas=False) for cid, _, _ in page
         ]
@@ -395,7 +399,7 @@ class DenseStore:
             lambda: self.collection.modify(configuration={"embedding_function": ef}),
         )
         done = {EMBEDDER_KEY: target, EMBEDDER_PENDING_KEY: ""}
-        self._set_metadata(done, "record the embedder")
+        self.set_metadata(done, "record the embedder")
         self.reembed_pending = self.unrecorded = False
         return len(ids)
 
@@ -437,7 +441,7 @@ class DenseStore:
 
     def bump_generation(self) -> str:
         token = uuid.uuid4().hex
-        self._set_metadata({GENERATION_KEY: token}, "update the collection generation")
+        self.set_metadata({GENERATION_KEY: token}, "update the collection generation")
         self._generation_read = (token, time.monotonic())
         if self._system is not None:  # our own write: our view reflects it
             _SEEN.setdefault(self._system, {})[self.name] = token
@@ -473,16 +477,22 @@ class DenseStore:
         return int(self.calls.call("count chunks", self.collection.count))
 
     def query(
-        self, embedding: np.ndarray, n: int, where: Mapping[str, Any] | None
+        self,
+        embedding: np.ndarray,
+        n: int,
+        where: Mapping[str, Any] | None,
+        among: Sequence[str] | None = None,
     ) -> list[tuple[str, float]]:
-        """Nearest chunks to ``embedding`` as ``(chunk id, cosine similarity)``."""
-        if n <= 0:
+        """Nearest chunks to ``embedding`` as ``(chunk id, cosine similarity)`` (only ids
+        in ``among``, if given: Chroma scores those exactly)."""
+        if n <= 0 or (among is not None and not among):
             return []
         self.ensure_fresh()
         result = self._read(
             "search",
             lambda: self.collection.query(
                 query_embeddings=[embedding],
+                ids=None if among is None else list(dict.fromkeys(among)),
                 n_results=n,
                 where=dict(where) if where else None,
                 include=["distances"],
@@ -566,26 +576,6 @@ class DenseStore:
             )
 
         return paged(read, page)
-
-
-def _is_embedded(client: Any) -> bool:
-    """A persistent local client (``chromadb.PersistentClient``)?"""
-    try:
-        settings = client.get_settings()
-    except Exception:
-        return False
-    return (
-        bool(getattr(settings, "is_persistent", False))
-        and bool(getattr(settings, "persist_directory", None))
-        and getattr(client, "_identifier", None) is not None
-    )
-
-
-def _system_of(client: Any) -> Any:
-    try:
-        return client._system
-    except Exception:
-        return None
 
 
 def _created_for(client: Any, system: Any) -> bool:

@@ -7,14 +7,12 @@ Chroma is the source of truth; this index can always be rebuilt from it (``clear
 * ``lexical.json`` -- internal: the format version and the numeric-key -> slot map;
 * ``state.json`` -- the caller's small sidecar (:attr:`LexicalIndex.state`).
 
-This module does the reading and writing. How a
-:class:`~remy_retriever.records.LexicalRecord` becomes a tantivy document, and how
-queries and metadata filters (with Chroma's semantics) become tantivy queries, is
-:mod:`remy_retriever.stores.tantivy_schema`; the sidecar files are written atomically by
-:mod:`remy_retriever.stores.files`.
+This module does the reading and writing. How a record becomes a tantivy document, and
+queries and metadata filters (with Chroma's semantics) tantivy queries, is
+:mod:`remy_retriever.stores.tantivy_schema`; :mod:`remy_retriever.stores.files` writes
+the sidecar files atomically.
 
-Limits: at most :data:`MAX_NUMERIC_KEYS` distinct numeric metadata keys per index (``clear()``
-frees them); ints must fit in 64 bits.
+Limits: :data:`MAX_NUMERIC_KEYS` numeric metadata keys (``clear()`` frees them); 64-bit ints.
 
 One writer per index at a time, across threads and processes: writes wait up to
 ``lock_timeout`` seconds for the lock, then raise :class:`IndexLockedError`. Every write
@@ -426,15 +424,17 @@ class LexicalIndex:
 
     # ------------------------------------------------------------------ reads
 
-    def search(self, query: str, k: int, where: Filter | None = None) -> list[tuple[str, float]]:
-        """The ``k`` best chunks for ``query`` by BM25, as ``(chunk_id, score)``, best first.
-
-        ``[]`` when the query has no terms. A term repeated in the query counts that often.
-        """
+    def search(
+        self, query: str, k: int, where: Filter | None = None, among: Sequence[str] | None = None
+    ) -> list[tuple[str, float]]:
+        """The ``k`` best chunks for ``query`` by BM25, as ``(chunk_id, score)``, best first
+        (only chunk ids in ``among``, if given). ``[]`` when the query has no terms. A
+        term repeated in the query counts that often."""
         if not isinstance(query, str):
             msg = f"query must be str, got {type(query).__name__} {query!r:.80}"
             raise InvalidQueryError(msg)
-        return self._search(analyze(query), k, where)
+        ids = None if among is None else check_ids(among, "among")
+        return self._search(analyze(query), k, where, ids)
 
     def search_terms(
         self, terms: Sequence[str], k: int, where: Filter | None = None
@@ -443,12 +443,12 @@ class LexicalIndex:
         return self._search(check_terms(terms), k, where)
 
     def _search(
-        self, terms: Sequence[str], k: int, where: Filter | None
+        self, terms: Sequence[str], k: int, where: Filter | None, among: list[str] | None = None
     ) -> list[tuple[str, float]]:
         check_k(k)
         check_where(where)
         weights = term_weights(terms)
-        if not weights or k == 0:
+        if not weights or k == 0 or among == []:
             return []
         searcher = self._searcher()
         total = searcher.num_docs
@@ -458,7 +458,7 @@ class LexicalIndex:
             boosts: Mapping[str, float] = weights
             if self.filter_statistics and where is not None:
                 boosts = scoped_weights(searcher, self._schema, self._slots, weights, where)
-            query = search_query(self._schema, boosts, where, self._slots)
+            query = search_query(self._schema, boosts, where, self._slots, among)
             hits = searcher.search(query, limit=min(k, total), count=False).hits
             results = [
                 (first_str(searcher.doc(address), ID_FIELD), float(score))

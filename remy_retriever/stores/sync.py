@@ -24,15 +24,17 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Any
 
 from ..embeddings import as_matrix
-from ..errors import StoreError
+from ..errors import InvalidInputError, StoreError
 from ..filters import Filter
+from ..options import dump_search_config, load_search_config
 from ..records import (
+    SEARCH_CONFIG_KEY,
     UPDATED_MS_KEY,
     ChunkState,
     chunk_state,
@@ -264,18 +266,37 @@ class StoreSync:
                 self.lexical.apply(upserts=upserts, deletes=gone)
             self._synced(generation, started)
 
-    def search_lexical(self, query: str, k: int, where: Filter | None) -> list[tuple[str, float]]:
-        """BM25 search after catching up; damaged files are rebuilt from Chroma."""
+    def search_config(self) -> dict[str, Any]:
+        """The search options ``remy tune`` stored for the collection (``{}``: none, or a
+        stored value this version cannot read, logged: searches keep the defaults and
+        ``remy tune`` can overwrite it)."""
+        try:
+            return load_search_config(self.dense.setting(SEARCH_CONFIG_KEY))
+        except InvalidInputError as exc:
+            _log.warning("ignoring the stored search config: %s", exc)
+            return {}
+
+    def save_search_config(self, config: Mapping[str, Any]) -> None:
+        """Store search options for the collection (``{}`` clears them)."""
+        text = dump_search_config(config) if config else ""
+        with self.write_lock:
+            self.dense.set_metadata({SEARCH_CONFIG_KEY: text}, "store the search config")
+
+    def search_lexical(
+        self, query: str, k: int, where: Filter | None, among: Sequence[str] | None = None
+    ) -> list[tuple[str, float]]:
+        """BM25 search after catching up (only chunk ids in ``among``, if given); damaged
+        files are rebuilt from Chroma."""
         try:
             self.catch_up()
-            return self.lexical.search(query, k, where)
+            return self.lexical.search(query, k, where, among)
         except LexicalIndexCorruptError as exc:
             _log.warning("rebuilding the lexical index from Chroma: %s", exc)
             with self.write_lock:
                 self.lexical.reset()
                 self._save(SyncState(dirty=True))
                 self.repair_if_interrupted()
-            return self.lexical.search(query, k, where)
+            return self.lexical.search(query, k, where, among)
 
     def rebuild_lexical(self) -> int:
         """Rebuild the lexical index from Chroma's content. Returns chunks indexed."""

@@ -243,16 +243,19 @@ def search_query(
     weights: Mapping[str, float],
     where: Filter | None,
     slots: Mapping[str, int],
+    among: Sequence[str] | None = None,
 ) -> tantivy.Query:
     """The BM25 query for ``weights`` (see :func:`term_weights`), restricted to the chunks
-    ``where`` matches (which adds nothing to the scores)."""
-    query = _text_query(schema, weights)
-    if where is None:
-        return query
-    filter_query = tantivy.Query.const_score_query(_filter_query(where, schema, slots), 0.0)
-    return tantivy.Query.boolean_query(
-        [(tantivy.Occur.Must, query), (tantivy.Occur.Must, filter_query)]
-    )
+    ``where`` matches and, with ``among``, to those chunk ids (neither adds to the
+    scores)."""
+    clauses = [(tantivy.Occur.Must, _text_query(schema, weights))]
+    if where is not None:
+        scope = tantivy.Query.const_score_query(_filter_query(where, schema, slots), 0.0)
+        clauses.append((tantivy.Occur.Must, scope))
+    if among is not None:
+        ids = tantivy.Query.term_set_query(schema, ID_FIELD, list(among))
+        clauses.append((tantivy.Occur.Must, tantivy.Query.const_score_query(ids, 0.0)))
+    return clauses[0][1] if len(clauses) == 1 else tantivy.Query.boolean_query(clauses)
 
 
 def term_weights(terms: Iterable[str]) -> dict[str, int]:

@@ -103,7 +103,13 @@ def test_quality_smoke(tmp_path: Path, beir_dir: Path) -> None:
     data = _outputs(out, "quality")
     ours = data["datasets"][0]["systems"]["ours"]
     assert ours["chunks_identical"] is True
-    assert set(ours["modes"]) == {"lexical", "semantic", "hybrid-rrf", "hybrid-convex-a0.4"}
+    assert set(ours["modes"]) == {
+        "lexical",
+        "semantic",
+        "hybrid",
+        "hybrid-rrf",
+        "hybrid-convex-a0.4",
+    }
     for mode in ours["modes"]:
         m = ours["modes"][mode]
         assert 0.0 <= m["nDCG@10"] <= 1.0 and 0.0 <= m["R@100"] <= 1.0

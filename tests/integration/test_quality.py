@@ -27,7 +27,7 @@ def test_cisi_hybrid_beats_both_single_modes(
     modes = report["modes"]
     assert report["queries"] == 76
     hybrid = modes["hybrid"]["nDCG@10"]
-    assert hybrid >= 0.445, modes
+    assert hybrid >= 0.455, modes  # 0.460 measured; the fusion before issue #17: 0.449
     assert hybrid > modes["lexical"]["nDCG@10"], modes
     assert hybrid > modes["semantic"]["nDCG@10"], modes
     for row in modes.values():
