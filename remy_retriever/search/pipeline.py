@@ -24,6 +24,7 @@ from ..text.analysis import analyze_query, sanitize
 from . import fusion
 from .calibration import ScoredHit, calibrate, query_ceiling
 from .enrich import distinctive_terms, explain_hit, highlight, with_neighbors
+from .query_cache import QUERY_VECTORS
 from .rerank import rerank_hits
 
 __all__ = ["Branches", "Ranking", "SearchPipeline", "query_vector"]
@@ -50,7 +51,12 @@ class SearchPipeline:
             # Lone surrogates become U+FFFD: model tokenizers reject them.
             text = sanitize(query[:EMBED_QUERY_CHARS])
             dense = self.sync.dense
-            vector = query_vector(dense.embedder.embed_query(text))
+            identity = dense.identity
+            vector = QUERY_VECTORS.get_or_embed(
+                identity.key if identity is not None else None,
+                text,
+                lambda t: query_vector(dense.embedder.embed_query(t)),
+            )
             branches["semantic"] = dense.query(vector, pool, to_chroma(options.filter))
         if options.mode in ("lexical", "hybrid"):
             branches["lexical"] = self.sync.search_lexical(query, pool, options.filter)
