@@ -125,7 +125,8 @@ class OnnxEmbedder:
             raise ModelLoadError(msg)
         pipeline = read_pipeline(path)
         try:
-            import onnxruntime  # lazy: the [onnx] extra
+            # lazy: the [onnx] extra, and the tokenizer library that comes with the model
+            import onnxruntime
             from tokenizers import Tokenizer
         except ImportError as exc:
             msg = f"the ONNX backend needs its extra ({exc}): pip install 'remy-retriever[onnx]'"

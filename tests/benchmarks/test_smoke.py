@@ -296,3 +296,31 @@ def test_ingest_files_smoke(tmp_path: Path) -> None:
     ingest = r["ours_ingest"]
     assert ingest["files_added"] == 6 and ingest["files_failed"] == 0
     assert ingest["page_test_pct"] == 100, ingest
+
+
+def test_onnx_backends_smoke(tmp_path: Path, beir_dir: Path) -> None:
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("onnx")
+    out = tmp_path / "results"
+    _run(
+        "benchmarks.onnx_backends",
+        "--dataset",
+        str(beir_dir),
+        "--max-queries",
+        "3",
+        "--parallel",
+        "--out",
+        str(out),
+    )
+    data = _outputs(out, "onnx-backends")
+    result = data["result"]
+    assert set(result["cpu_flags"]) >= {"avx2", "avx512_vnni"}
+    per = result["datasets"][beir_dir.name]
+    assert set(per) == {"torch", "onnx", "onnx-int8"}
+    for backend, res in per.items():
+        assert "error" not in res, (backend, res)
+        assert res["ingest"]["chunks"] > 0 and res["ingest"]["chunks_per_s"] > 0
+        assert res["query_embedding"]["p50_ms"] > 0
+        assert res["quality"]["hybrid"]["nDCG@10"] > 0.5, backend
+    # fp32 ONNX ranks exactly as torch does
+    assert result["ratios"][beir_dir.name]["onnx"]["ndcg10_loss_semantic"] == 0.0

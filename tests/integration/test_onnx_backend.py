@@ -88,6 +88,27 @@ def test_fp32_onnx_vectors_agree_with_torch(
     assert list(onnx_cache.glob("*/model-fp32.onnx")), "exported into REMY_ONNX_CACHE"
 
 
+def test_serving_with_onnx_never_imports_torch(onnx_cache: Path) -> None:
+    """Once exported, a process that opens the ONNX embedder and embeds imports neither
+    torch nor transformers (start-up and memory of a server), with the network off."""
+    OnnxEmbedder().embed_query("export first")  # the export (in this process) needs torch
+    code = NO_NETWORK + (
+        "import sys\n"
+        "from remy_retriever import OnnxEmbedder\n"
+        "v = OnnxEmbedder().embed_query('install the agent')\n"
+        "heavy = [m for m in ('torch', 'transformers', 'sentence_transformers') "
+        "if m in sys.modules]\n"
+        "print(len(v), heavy)\n"
+    )
+    env = {**os.environ, CACHE_ENV: str(onnx_cache), "HF_HUB_OFFLINE": "1"}
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
+    proc = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.strip() == "384 []"
+
+
 def test_torch_and_fp32_onnx_are_one_embedder(
     tmp_path: Path, onnx_cache: Path, torch_embedder: SentenceTransformerEmbedder
 ) -> None:

@@ -25,6 +25,7 @@ EXPECTED = {
     "MemorySearchResponse",
     "MemoryStore",
     "ModelLoadError",
+    "OnnxEmbedder",
     "RemyError",
     "Reranker",
     "Retriever",
@@ -87,7 +88,7 @@ def test_errors_share_one_base() -> None:
 def test_import_does_not_import_torch() -> None:
     code = (
         "import sys, remy_retriever, remy_retriever.cli, remy_retriever.evaluation; "
-        "heavy = ('torch', 'sentence_transformers', 'transformers'); "
+        "heavy = ('torch', 'sentence_transformers', 'transformers', 'onnxruntime', 'onnx'); "
         "bad = [m for m in heavy if m in sys.modules]; "
         "print(','.join(bad)); sys.exit(1 if bad else 0)"
     )
