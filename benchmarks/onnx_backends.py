@@ -152,6 +152,40 @@ def _exact_ranker(r: Any, embedder: Any) -> Any:
     return rank
 
 
+def round_robin(args: argparse.Namespace) -> dict[str, Any]:
+    """Single-query embedding latency of every backend in one process, one query at a
+    time in turn (torch on its default threads and on one thread), so that all of them
+    see the same moment's load."""
+    import torch
+
+    from remy_retriever.embeddings import make_embedder
+    from remy_retriever.evaluation import load_beir
+
+    default_threads = torch.get_num_threads()
+    embedders = {b: make_embedder(None, b) for b in BACKENDS}
+    queries = list(load_beir(args.dataset).queries.values())[: args.max_queries]
+    for emb in embedders.values():
+        for q in queries[:5]:
+            emb.embed_query(q)
+    systems = [(f"torch ({default_threads} threads)", "torch", default_threads)]
+    systems += [("torch (1 thread)", "torch", 1), ("onnx", "onnx", None)]
+    systems += [("onnx-int8", "onnx-int8", None)]
+    lat: dict[str, list[float]] = {name: [] for name, _, _ in systems}
+    for q in queries:
+        for name, backend, threads in systems:
+            if threads is not None:
+                torch.set_num_threads(threads)
+            t0 = time.perf_counter()
+            embedders[backend].embed_query(q)
+            lat[name].append((time.perf_counter() - t0) * 1000)
+    torch.set_num_threads(default_threads)
+    return {
+        "load_average": common.load_average(),
+        "queries": len(queries),
+        "latency": {name: common.summarize(v) for name, v in lat.items()},
+    }
+
+
 # -- the run --------------------------------------------------------------------------------
 
 
@@ -200,6 +234,19 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 "semantic_ndcg10": round(ours, 4),
                 "source": f"{args.reference.name} ({ref['machine']['date']}, same chunks)",
             }
+    if args.round_robin:
+        print("[onnx_backends] round-robin query latency", flush=True)
+        results["round_robin"] = common.run_worker(
+            "benchmarks.onnx_backends",
+            [
+                "--worker",
+                "--round-robin",
+                "--dataset",
+                args.dataset[0],
+                "--max-queries",
+                str(args.max_queries),
+            ],
+        )
     results["ratios"] = _ratios(results)
     return results
 
@@ -318,6 +365,16 @@ def _markdown(data: dict[str, Any]) -> str:
             ratio_rows,
         )
     )
+    rr = r.get("round_robin")
+    if rr and "error" not in rr:
+        parts.append(
+            f"\nSingle-query embedding, every backend in turn in one process "
+            f"({rr['queries']} queries, load average {rr['load_average']}):\n"
+        )
+        rr_rows = [
+            [name, f"{v['p50_ms']:.1f}", f"{v['p95_ms']:.1f}"] for name, v in rr["latency"].items()
+        ]
+        parts.append(common.md_table(["backend", "p50 ms", "p95 ms"], rr_rows))
     refs = r.get("torch_reference", {})
     for name, ref in refs.items():
         parts.append(
@@ -371,7 +428,7 @@ def _plot(data: dict[str, Any], path: Path) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--dataset", action="append", required=True, help="BEIR folder (repeat)")
-    p.add_argument("--backends", nargs="+", default=list(BACKENDS), choices=BACKENDS)
+    p.add_argument("--backends", nargs="*", default=list(BACKENDS), choices=BACKENDS)
     p.add_argument("--max-docs", type=int, default=None, help="SciFact ingest timed on N docs")
     p.add_argument("--max-queries", type=int, default=200, help="queries timed one by one")
     p.add_argument(
@@ -390,6 +447,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         "when torch is not in --quality-backends",
     )
     p.add_argument(
+        "--round-robin",
+        action="store_true",
+        help="also time single queries of every backend in turn, in one process",
+    )
+    p.add_argument(
         "--parallel", action="store_true", help="run the backends side by side (same load)"
     )
     p.add_argument("--out", type=Path, default=common.RESULTS_DIR)
@@ -401,7 +463,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.worker:
         args.dataset = args.dataset[0]
-        common.write_worker_output(args.worker_out, worker(args))
+        common.write_worker_output(
+            args.worker_out, round_robin(args) if args.round_robin else worker(args)
+        )
         return 0
     if args.render:
         data = json.loads((args.out / f"{args.name}.json").read_text())
