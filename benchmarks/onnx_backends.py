@@ -289,8 +289,9 @@ def _markdown(data: dict[str, Any]) -> str:
     flags = ", ".join(f"{k} {'yes' if v else 'no'}" for k, v in r["cpu_flags"].items())
     parts = [common.header_md("Embedder backends: torch vs ONNX fp32 vs ONNX int8", data)]
     parts.append(f"CPU flags: {flags}.\n")
-    schedule = r.get("schedule", "one after another")
-    parts.append(f"Backends ran {schedule}, each in its own process.\n")
+    if r["datasets"] and any(r["datasets"].values()):
+        schedule = r.get("schedule", "one after another")
+        parts.append(f"Backends ran {schedule}, each in its own process.\n")
     rows = []
     for name, per in r["datasets"].items():
         for backend, res in per.items():
@@ -317,24 +318,25 @@ def _markdown(data: dict[str, Any]) -> str:
                     f"{res['load_average_start']} -> {res['load_average_end']}",
                 ]
             )
-    parts.append(
-        common.md_table(
-            [
-                "dataset",
-                "backend",
-                "ingest chunks/s",
-                "chunks / time",
-                "embedding share",
-                "query p50 ms",
-                "query p95 ms",
-                "nDCG@10 semantic (HNSW)",
-                "nDCG@10 semantic (exact)",
-                "nDCG@10 hybrid",
-                "load average",
-            ],
-            rows,
+    if rows:
+        parts.append(
+            common.md_table(
+                [
+                    "dataset",
+                    "backend",
+                    "ingest chunks/s",
+                    "chunks / time",
+                    "embedding share",
+                    "query p50 ms",
+                    "query p95 ms",
+                    "nDCG@10 semantic (HNSW)",
+                    "nDCG@10 semantic (exact)",
+                    "nDCG@10 hybrid",
+                    "load average",
+                ],
+                rows,
+            )
         )
-    )
     ratio_rows = []
     for name, per in r["ratios"].items():
         for backend, x in per.items():
@@ -349,22 +351,23 @@ def _markdown(data: dict[str, Any]) -> str:
                     _signed(x.get("ndcg10_loss_hybrid")),
                 ]
             )
-    parts.append("\nAgainst torch in the same run (targets: ingest >= 2x, query p50 <= 0.5x, ")
-    parts.append("nDCG@10 loss <= 0.005 int8, 0.000 fp32):\n")
-    parts.append(
-        common.md_table(
-            [
-                "dataset",
-                "backend",
-                "ingest speed-up",
-                "query p50 ratio",
-                "nDCG@10 loss semantic (HNSW)",
-                "nDCG@10 loss semantic (exact)",
-                "nDCG@10 loss hybrid",
-            ],
-            ratio_rows,
+    if ratio_rows:
+        parts.append("\nAgainst torch in the same run (targets: ingest >= 2x, query p50 <= 0.5x, ")
+        parts.append("nDCG@10 loss <= 0.005 int8, 0.000 fp32):\n")
+        parts.append(
+            common.md_table(
+                [
+                    "dataset",
+                    "backend",
+                    "ingest speed-up",
+                    "query p50 ratio",
+                    "nDCG@10 loss semantic (HNSW)",
+                    "nDCG@10 loss semantic (exact)",
+                    "nDCG@10 loss hybrid",
+                ],
+                ratio_rows,
+            )
         )
-    )
     rr = r.get("round_robin")
     if rr and "error" not in rr:
         parts.append(
