@@ -22,7 +22,11 @@ from .model_paths import DEFAULT_MODEL, is_default_model, resolve_model_path
 from .onnx_export import QUANTIZATIONS, Pipeline, ensure_exported, read_pipeline
 from .text.analysis import sanitize
 
-__all__ = ["OnnxEmbedder", "available_cores"]
+__all__ = ["INGEST_THREADS_ENV", "QUERY_THREADS_ENV", "OnnxEmbedder", "available_cores"]
+
+#: Environment variables giving the thread defaults (for the CLI and servers).
+INGEST_THREADS_ENV = "REMY_ONNX_INGEST_THREADS"
+QUERY_THREADS_ENV = "REMY_ONNX_QUERY_THREADS"
 
 
 def available_cores() -> int:
@@ -42,6 +46,16 @@ def _check_threads(name: str, value: object) -> int | None:
     return value
 
 
+def _env_threads(name: str) -> int | None:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return None
+    if not raw.isdigit() or not 1 <= int(raw) <= 256:
+        msg = f"{name}={raw!r:.40} must be an int from 1 to 256 (or unset for the default)"
+        raise InvalidInputError(msg)
+    return int(raw)
+
+
 class OnnxEmbedder:
     """A sentence-transformers model (Transformer -> mean/CLS pooling -> Normalize) run
     by ONNX Runtime; the ``embedder_backend="onnx"`` / ``"onnx-int8"`` of
@@ -56,9 +70,11 @@ class OnnxEmbedder:
     Threads (ONNX Runtime intra-op threads; inter-op is 1, and idle threads do not spin,
     so a shared machine is not burnt waiting):
 
-    - ``ingest_threads`` (default: every core this process may use) for
-      ``embed_documents``: one big batch at a time, the more cores the better.
-    - ``query_threads`` (default 1) for ``embed_query``: a short query gains little
+    - ``ingest_threads`` (default: ``$REMY_ONNX_INGEST_THREADS``, else every core this
+      process may use) for ``embed_documents``: one big batch at a time, the more cores
+      the better.
+    - ``query_threads`` (default: ``$REMY_ONNX_QUERY_THREADS``, else 1) for
+      ``embed_query``: a short query gains little
       from a second thread, and a server runs queries side by side; with one thread
       each, N concurrent queries use N cores and never oversubscribe them.
 
@@ -86,7 +102,7 @@ class OnnxEmbedder:
         quantization: str = "none",
         batch_size: int = 32,
         ingest_threads: int | None = None,
-        query_threads: int | None = 1,
+        query_threads: int | None = None,
         query_prompt: str | None = None,
         document_prompt: str | None = None,
     ) -> None:
@@ -99,8 +115,12 @@ class OnnxEmbedder:
         self.model_id = DEFAULT_MODEL if is_default_model(model) else str(model)
         self.quantization = quantization
         self.batch_size = batch_size
-        self.ingest_threads = _check_threads("ingest_threads", ingest_threads)
-        self.query_threads = _check_threads("query_threads", query_threads)
+        self.ingest_threads = _check_threads("ingest_threads", ingest_threads) or _env_threads(
+            INGEST_THREADS_ENV
+        )
+        self.query_threads = (
+            _check_threads("query_threads", query_threads) or _env_threads(QUERY_THREADS_ENV) or 1
+        )
         self.query_prompt = query_prompt
         self.document_prompt = document_prompt
         self._lock = threading.Lock()
@@ -171,7 +191,7 @@ class OnnxEmbedder:
         return self._encode(list(texts), self.document_prompt, threads)
 
     def embed_query(self, text: str) -> np.ndarray:
-        threads = self.query_threads or available_cores()
+        threads = self.query_threads
         return np.asarray(self._encode([text], self.query_prompt, threads)[0])
 
     def _encode(self, texts: list[str], prompt: str | None, threads: int) -> np.ndarray:

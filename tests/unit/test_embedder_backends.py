@@ -204,3 +204,18 @@ def test_read_pipeline_refuses_what_it_cannot_run(
         read_pipeline(path)
     with pytest.raises(ModelLoadError, match="no readable modules.json"):
         read_pipeline(tmp_path / "nowhere")
+
+
+def test_thread_defaults_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("REMY_ONNX_INGEST_THREADS", raising=False)
+    monkeypatch.delenv("REMY_ONNX_QUERY_THREADS", raising=False)
+    plain = OnnxEmbedder()
+    assert (plain.ingest_threads, plain.query_threads) == (None, 1)  # None: every core
+    monkeypatch.setenv("REMY_ONNX_INGEST_THREADS", "3")
+    monkeypatch.setenv("REMY_ONNX_QUERY_THREADS", "2")
+    assert (OnnxEmbedder().ingest_threads, OnnxEmbedder().query_threads) == (3, 2)
+    explicit = OnnxEmbedder(ingest_threads=1, query_threads=4)
+    assert (explicit.ingest_threads, explicit.query_threads) == (1, 4)
+    monkeypatch.setenv("REMY_ONNX_QUERY_THREADS", "two")
+    with pytest.raises(InvalidInputError, match="REMY_ONNX_QUERY_THREADS='two' must be an int"):
+        OnnxEmbedder()
