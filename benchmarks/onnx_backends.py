@@ -474,7 +474,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         data = json.loads((args.out / f"{args.name}.json").read_text())
         data["result"]["ratios"] = _ratios(data["result"])
         common.write_results(args.out, args.name, data, _markdown(data))
-        _plot(data, args.out / f"{args.name}.png")
+        if any(data["result"]["datasets"].values()):
+            _plot(data, args.out / f"{args.name}.png")
         return 0
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     return common.run_and_publish(
@@ -482,7 +483,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "onnx_backends",
         run,
         _markdown,
-        _plot,
+        _plot if args.backends else None,
         datasets=[Path(d).resolve().name for d in args.dataset],
         max_docs=args.max_docs,
     )
