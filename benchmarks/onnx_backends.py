@@ -436,7 +436,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--max-queries", type=int, default=200, help="queries timed one by one")
     p.add_argument(
         "--quality-backends",
-        nargs="+",
+        nargs="*",
         default=list(BACKENDS),
         choices=BACKENDS,
         help="backends whose nDCG@10 is measured on the full corpus (the others: ingest "
