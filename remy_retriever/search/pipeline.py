@@ -25,6 +25,7 @@ from . import fusion
 from .calibration import ScoredHit, calibrate, query_ceiling
 from .enrich import distinctive_terms, explain_hit, highlight, with_neighbors
 from .fusion import Convex
+from .query_cache import QUERY_VECTORS
 from .rerank import rerank_hits
 
 __all__ = ["Branches", "Ranking", "SearchPipeline", "query_vector"]
@@ -87,7 +88,12 @@ class SearchPipeline:
             # Lone surrogates become U+FFFD: model tokenizers reject them.
             text = sanitize(query[:EMBED_QUERY_CHARS])
             dense = self.sync.dense
-            vector = query_vector(dense.embedder.embed_query(text))
+            identity = dense.identity
+            vector = QUERY_VECTORS.get_or_embed(
+                identity.key if identity is not None else None,
+                text,
+                lambda t: query_vector(dense.embedder.embed_query(t)),
+            )
             branches["semantic"] = dense.query(vector, options.pool, to_chroma(options.filter))
         if options.mode in ("lexical", "hybrid"):
             branches["lexical"] = self.sync.search_lexical(query, options.pool, options.filter)

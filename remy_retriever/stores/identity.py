@@ -8,6 +8,13 @@ fingerprint decides: two embedders match when they have the same dimension and b
 probe vectors point the same way (cosine at least :data:`MATCH_COSINE`, which leaves room
 for float noise across CPUs and libraries). The name is what messages show.
 
+The record also names the embedder's backend (``torch``, ``onnx``; empty for a custom
+embedder) and its quantization (``none``, ``int8``). The backend does not decide a
+match: ONNX Runtime in fp32 gives torch's vectors (to 1e-5), so a collection built with
+one is queried with the other. The quantization does: int8 vectors are close to fp32
+ones (probe cosine about 0.99) but not the same, so a collection embedded with int8
+weights refuses an fp32 embedder and the other way round, whatever the cosine.
+
 Changing a collection's embedder means re-embedding every chunk
 (``Retriever(..., embedder=new, reembed=True)``); while that runs the collection records
 the identity it is moving to (:data:`~remy_retriever.records.EMBEDDER_PENDING_KEY`), so an
@@ -18,14 +25,16 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
 
-from ..embeddings import Embedder, as_matrix, resolve_embedder
+from ..embeddings import Embedder, as_matrix, check_backend, resolve_embedder
 from ..errors import InvalidInputError, ModelLoadError, RemyError, StoreError
 from ..records import EMBEDDER_KEY, EMBEDDER_PENDING_KEY
 
@@ -54,15 +63,26 @@ _VERSION = 1
 
 @dataclass(frozen=True)
 class EmbedderIdentity:
-    """An embedder's name, dimension and probe vectors (document and query)."""
+    """An embedder's name, dimension, probe vectors (document and query), backend and
+    quantization."""
 
     name: str
     dim: int
     document: tuple[float, ...]
     query: tuple[float, ...]
+    backend: str = field(default="", compare=False)
+    quantization: str = "none"
 
     def describe(self) -> str:
-        return f"{self.name!r} ({self.dim} dimensions)"
+        how = f", {self.backend}" if self.backend else ""
+        if self.quantization != "none":
+            how += f", {self.quantization} weights"
+        return f"{self.name!r} ({self.dim} dimensions{how})"
+
+    @cached_property
+    def key(self) -> str:
+        """A short digest of the whole record (the query-vector cache's key)."""
+        return hashlib.sha256(self.to_json().encode("utf-8")).hexdigest()[:32]
 
     def similarity(self, other: EmbedderIdentity) -> float:
         """The smaller of the two probe cosines (-1 when the dimensions differ)."""
@@ -74,20 +94,21 @@ class EmbedderIdentity:
         )
 
     def matches(self, other: EmbedderIdentity) -> bool:
-        return self.similarity(other) >= MATCH_COSINE
+        return self.quantization == other.quantization and self.similarity(other) >= MATCH_COSINE
 
     def to_json(self) -> str:
         """Compact JSON for collection metadata: the probe vectors as base64 float16."""
-        return json.dumps(
-            {
-                "v": _VERSION,
-                "name": self.name,
-                "dim": self.dim,
-                "document": _pack(self.document),
-                "query": _pack(self.query),
-            },
-            separators=(",", ":"),
-        )
+        record: dict[str, Any] = {
+            "v": _VERSION,
+            "name": self.name,
+            "dim": self.dim,
+            "document": _pack(self.document),
+            "query": _pack(self.query),
+            "quantization": self.quantization,
+        }
+        if self.backend:
+            record["backend"] = self.backend
+        return json.dumps(record, separators=(",", ":"))
 
     @classmethod
     def from_json(cls, text: object, *, where: str) -> EmbedderIdentity:
@@ -101,6 +122,9 @@ class EmbedderIdentity:
                 dim=dim,
                 document=_unpack(data["document"]),
                 query=_unpack(data["query"]),
+                # Records from before backends were recorded: torch, not quantized.
+                backend=str(data.get("backend", "")),
+                quantization=str(data.get("quantization", "none")),
             )
             if len(identity.document) != dim or len(identity.query) != dim:
                 msg = "wrong length"
@@ -147,11 +171,15 @@ def identify(embedder: Embedder) -> EmbedderIdentity:
             "embed_query must return one finite vector as wide as embed_documents' rows"
         )
         raise ModelLoadError(msg)
+    backend = getattr(embedder, "backend", "")
+    quantization = getattr(embedder, "quantization", "none")
     return EmbedderIdentity(
         name=name,
         dim=int(document.shape[0]),
         document=_unit(document),
         query=_unit(query),
+        backend=backend if isinstance(backend, str) else "",
+        quantization=quantization if isinstance(quantization, str) and quantization else "none",
     )
 
 
@@ -165,19 +193,26 @@ class PreparedEmbedder:
     reembed: bool = False
 
 
-def prepare_embedder(embedder: Embedder | str | None, *, reembed: bool) -> PreparedEmbedder:
-    """Check ``embedder=`` and ``reembed=``, and load and fingerprint an explicit
-    embedder: all before a store is opened, so that a model that cannot load creates
-    nothing."""
+def prepare_embedder(
+    embedder: Embedder | str | None, *, reembed: bool, backend: str | None = None
+) -> PreparedEmbedder:
+    """Check ``embedder=``, ``embedder_backend=`` and ``reembed=``, and load and
+    fingerprint an explicit embedder (a backend named with ``embedder=None`` means the
+    default model on that backend): all before a store is opened, so that a model that
+    cannot load creates nothing."""
     if not isinstance(reembed, bool):
         msg = f"reembed must be True or False, got {type(reembed).__name__} {reembed!r:.80}"
         raise InvalidInputError(msg)
+    check_backend(backend)
+    if embedder is None and backend is not None:
+        resolved = resolve_embedder(None, backend)
+        return PreparedEmbedder(resolved, identify(resolved), reembed)
     if embedder is None:
         if reembed:
             msg = "reembed=True needs the new model: pass embedder=... with it"
             raise InvalidInputError(msg)
         return PreparedEmbedder()
-    resolved = resolve_embedder(embedder)
+    resolved = resolve_embedder(embedder, backend)
     return PreparedEmbedder(resolved, identify(resolved), reembed)
 
 
@@ -209,13 +244,19 @@ def check_identity(
         return
     if recorded.dim != current.dim:
         how = "their dimensions differ"
+    elif recorded.quantization != current.quantization:
+        how = (
+            f"one has {recorded.quantization} weights and the other {current.quantization} "
+            "(quantized vectors are close, not equal)"
+        )
     else:
         how = f"their vectors differ (cosine {recorded.similarity(current):.3f} on a probe text)"
     msg = (
         f"{where} was embedded with {recorded.describe()}, not with {current.describe()}: "
         f"{how}, so searches and new chunks would not be comparable with the stored ones. "
-        "Open it with the model it was built with, or re-embed every chunk with the new "
-        "one: Retriever(..., embedder=<new model>, reembed=True)"
+        "Open it with the model it was built with"
+        f"{_backend_hint(recorded)}, or re-embed every chunk with the new one: "
+        "Retriever(..., embedder=<new model>, reembed=True)"
     )
     raise ModelLoadError(msg)
 
@@ -230,6 +271,12 @@ def check_not_pending(pending: EmbedderIdentity | None, *, where: str) -> None:
             "reembed=True)"
         )
         raise ModelLoadError(msg)
+
+
+def _backend_hint(recorded: EmbedderIdentity) -> str:
+    if recorded.quantization == "int8" and recorded.backend == "onnx":
+        return " (embedder_backend='onnx-int8', or embedder=None: the record decides)"
+    return ""
 
 
 def _cosine(a: tuple[float, ...], b: tuple[float, ...]) -> float:

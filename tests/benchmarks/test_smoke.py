@@ -324,3 +324,31 @@ def test_mcp_latency_smoke(tmp_path: Path, beir_dir: Path) -> None:
     for system in ("in-process", "mcp-stdio", "mcp-ping"):
         assert r["latency_ms"][system]["n"] == 6 and r["latency_ms"][system]["p50_ms"] > 0
     assert isinstance(r["target_met"], bool)
+
+
+def test_onnx_backends_smoke(tmp_path: Path, beir_dir: Path) -> None:
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("onnx")
+    out = tmp_path / "results"
+    _run(
+        "benchmarks.onnx_backends",
+        "--dataset",
+        str(beir_dir),
+        "--max-queries",
+        "3",
+        "--parallel",
+        "--out",
+        str(out),
+    )
+    data = _outputs(out, "onnx-backends")
+    result = data["result"]
+    assert isinstance(result["cpu_flags"], (list, dict))  # recorded, whatever the CPU
+    per = result["datasets"][beir_dir.name]
+    assert set(per) == {"torch", "onnx", "onnx-int8"}
+    for backend, res in per.items():
+        assert "error" not in res, (backend, res)
+        assert res["ingest"]["chunks"] > 0 and res["ingest"]["chunks_per_s"] > 0
+        assert res["query_embedding"]["p50_ms"] > 0
+        assert res["quality"]["hybrid"]["nDCG@10"] > 0.5, backend
+    # fp32 ONNX ranks exactly as torch does
+    assert result["ratios"][beir_dir.name]["onnx"]["ndcg10_loss_semantic"] == 0.0

@@ -25,6 +25,7 @@ EXPECTED = {
     "MemorySearchResponse",
     "MemoryStore",
     "ModelLoadError",
+    "OnnxEmbedder",
     "RemyError",
     "Reranker",
     "Retriever",
@@ -88,7 +89,7 @@ def test_import_does_not_import_torch() -> None:
     code = (
         "import sys, remy_retriever, remy_retriever.cli, remy_retriever.evaluation; "
         "heavy = ('torch', 'sentence_transformers', 'transformers', 'fastapi', 'starlette', "
-        "'uvicorn'); "
+        "'uvicorn', 'onnxruntime', 'onnx'); "
         "bad = [m for m in heavy if m in sys.modules]; "
         "print(','.join(bad)); sys.exit(1 if bad else 0)"
     )
