@@ -88,11 +88,15 @@ class SearchPipeline:
             # Lone surrogates become U+FFFD: model tokenizers reject them.
             text = sanitize(query[:EMBED_QUERY_CHARS])
             dense = self.sync.dense
+            embedder = dense.embedder
             identity = dense.identity
+            # The identity names the vector space (from document vectors); the class says
+            # how queries are embedded, which can differ between embedders of one space.
+            kind = f"{type(embedder).__module__}.{type(embedder).__qualname__}"
             vector = QUERY_VECTORS.get_or_embed(
-                identity.key if identity is not None else None,
+                f"{identity.key}|{kind}" if identity is not None else None,
                 text,
-                lambda t: query_vector(dense.embedder.embed_query(t)),
+                lambda t: query_vector(embedder.embed_query(t)),
             )
             branches["semantic"] = dense.query(vector, options.pool, to_chroma(options.filter))
         if options.mode in ("lexical", "hybrid"):

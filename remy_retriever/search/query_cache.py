@@ -2,9 +2,11 @@
 a search's time.
 
 Entries are keyed by the embedder's identity (:attr:`.stores.identity.EmbedderIdentity.key`:
-its name, backend, quantization and probe vectors) and the query text, so two retrievers
-with the same model share entries, and a collection embedded with another model (or
-with the int8 version of the same one) never gets a vector from this one. An embedder
+its name, backend, quantization and probe vectors) with the embedder's class (the pipeline
+adds it: how queries are embedded can differ between embedders of one vector space) and
+the query text, so two retrievers with the same model share entries, and a collection
+embedded with another model (or with the int8 version of the same one) never gets a
+vector from this one. An embedder
 without a recorded identity is not cached. The cache is per process and thread-safe;
 vectors are stored read-only.
 """
