@@ -23,6 +23,7 @@ from .records import RESERVED_PREFIX, chunk_id
 from .rerankers import Reranker, resolve_reranker
 from .retriever import Retriever
 from .search.rerank import Reranked, rerank
+from .text.chunking import text_from_pieces
 
 __all__ = [
     "FIELD_OPTIONS",
@@ -45,6 +46,7 @@ __all__ = [
     "reranker_for",
     "rescored_metadata",
     "resolve_reranker",
+    "text_from_pieces",
 ]
 
 #: Search options an adapter exposes as its own fields; the others go in ``search_kwargs``.

@@ -26,7 +26,7 @@ from __future__ import annotations
 import threading
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, get_args
 
 from ..documents import Document, MetadataValue, validate_document_id
 from ..errors import InvalidInputError
@@ -34,6 +34,7 @@ from ..memory import Memory, MemoryStore
 from ..memory.model import FORGOTTEN_KEY, LATEST_KEY
 from ..retriever import Retriever, StoredDocument
 from .auth import NotFoundError, Principal, check_tag
+from .wire import DocumentType
 
 __all__ = [
     "CONTAINER_KEY",
@@ -49,24 +50,7 @@ CUSTOM_ID_KEY = "custom_id"
 #: Memory metadata key holding the id of the document a memory was made from.
 SOURCE_KEY = "source_document"
 SERVER_KEYS = frozenset({CONTAINER_KEY, CUSTOM_ID_KEY, SOURCE_KEY})
-_SDK_TYPES = frozenset(
-    {
-        "text",
-        "pdf",
-        "tweet",
-        "google_doc",
-        "google_slide",
-        "google_sheet",
-        "image",
-        "video",
-        "audio",
-        "notion_doc",
-        "webpage",
-        "onedrive",
-        "github_markdown",
-        "granola",
-    }
-)
+_SDK_TYPES = frozenset(get_args(DocumentType))
 _LOADER_TYPES = {"html": "webpage", "markdown": "text", "docx": "text"}
 
 

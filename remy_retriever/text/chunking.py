@@ -25,6 +25,7 @@ that is ever counted whole, and time and memory grow linearly with the document.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ..documents import Chunk, validate_document_id, with_heading_path
@@ -196,6 +197,27 @@ def chunks_from_spans(
         trail = len(piece) - len(piece.rstrip())
         out.append(Chunk(document_id, position, piece.strip(), start + lead, end - trail, path))
     return out
+
+
+def text_from_pieces(
+    pieces: Iterable[tuple[int, str]],
+) -> tuple[str, tuple[tuple[int, int], ...]] | None:
+    """A source text rebuilt from already split ``(offset, text)`` pieces (a framework
+    splitter's output with its offsets), and each non-blank piece's ``(start, end)`` span
+    in it, in offset order, for ``Document.chunk_spans``. A gap no piece covers (what the
+    splitter dropped, whitespace in practice) becomes newlines, so offsets stay the
+    source's. ``None`` when no piece has text or two pieces disagree where they overlap."""
+    placed = sorted((p for p in pieces if p[1].strip()), key=lambda p: p[0])
+    if not placed:
+        return None
+    chars: list[str | None] = [None] * max(start + len(text) for start, text in placed)
+    for start, text in placed:
+        for i, ch in enumerate(text, start):
+            if chars[i] is not None and chars[i] != ch:
+                return None
+            chars[i] = ch
+    rebuilt = "".join("\n" if ch is None else ch for ch in chars)
+    return rebuilt, tuple((start, start + len(text)) for start, text in placed)
 
 
 class _Chunker:

@@ -59,6 +59,7 @@ INTEGRATION_EXPECTED = {
     "open_engine",
     "rerank",
     "resolve_reranker",
+    "text_from_pieces",
     "reranker_for",
     "rescored_metadata",
 }

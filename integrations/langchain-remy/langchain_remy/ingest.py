@@ -50,7 +50,7 @@ from typing import Any
 from langchain_core.documents import Document as LCDocument
 
 from remy_retriever import Document, InvalidInputError
-from remy_retriever.integration import RESERVED_PREFIX
+from remy_retriever.integration import RESERVED_PREFIX, text_from_pieces
 
 __all__ = ["ENCODING_KEY", "metadata_from_remy", "metadata_to_remy", "to_remy_documents"]
 
@@ -191,22 +191,6 @@ def _whole_span(text: str) -> tuple[tuple[int, int], ...] | None:
     return ((0, len(text)),) if text.strip() else None
 
 
-def _rebuilt(pieces: list[tuple[int, str]]) -> tuple[str, tuple[tuple[int, int], ...]] | None:
-    """The source text rebuilt from ``(offset, text)`` pieces, and each piece's span; None
-    when two pieces disagree where they overlap."""
-    pieces = sorted((p for p in pieces if p[1].strip()), key=lambda p: p[0])
-    if not pieces:
-        return None
-    chars: list[str | None] = [None] * max(start + len(text) for start, text in pieces)
-    for start, text in pieces:
-        for i, ch in enumerate(text, start):
-            if chars[i] is not None and chars[i] != ch:
-                return None
-            chars[i] = ch
-    rebuilt = "".join("\n" if ch is None else ch for ch in chars)
-    return rebuilt, tuple((start, start + len(text)) for start, text in pieces)
-
-
 def _grouped(
     documents: list[LCDocument],
 ) -> tuple[list[Document], list[LCDocument]]:
@@ -228,7 +212,7 @@ def _grouped(
     out: list[Document] = []
     ordinal: dict[str, int] = {}
     for (source, key), pieces in groups.items():
-        rebuilt = _rebuilt([(_start(p) or 0, p.page_content) for p in pieces])
+        rebuilt = text_from_pieces((_start(p) or 0, p.page_content) for p in pieces)
         if rebuilt is None:
             rest.extend(pieces)
             continue

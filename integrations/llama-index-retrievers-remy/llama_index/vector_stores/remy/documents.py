@@ -33,6 +33,7 @@ from typing import Any
 from llama_index.core.schema import BaseNode, MetadataMode
 
 from remy_retriever import Document, InvalidDocumentError
+from remy_retriever.integration import text_from_pieces
 
 __all__ = ["JSON_KEYS", "flatten_metadata", "from_remy_metadata", "stable_id", "to_remy_documents"]
 
@@ -126,22 +127,6 @@ def _one(item: BaseNode) -> Document:
     )
 
 
-def _rebuilt(pieces: list[tuple[int, str]]) -> tuple[str, tuple[tuple[int, int], ...]] | None:
-    """The source text rebuilt from ``(offset, text)`` pieces and each piece's span; None
-    when pieces disagree where they overlap."""
-    pieces = sorted((p for p in pieces if p[1].strip()), key=lambda p: p[0])
-    if not pieces:
-        return None
-    chars: list[str | None] = [None] * max(start + len(text) for start, text in pieces)
-    for start, text in pieces:
-        for i, ch in enumerate(text, start):
-            if chars[i] is not None and chars[i] != ch:
-                return None
-            chars[i] = ch
-    rebuilt = "".join("\n" if ch is None else ch for ch in chars)
-    return rebuilt, tuple((start, start + len(text)) for start, text in pieces)
-
-
 def _group(nodes: list[BaseNode]) -> Document | None:
     first = nodes[0]
     metadata = flatten_metadata(first.metadata)
@@ -150,7 +135,7 @@ def _group(nodes: list[BaseNode]) -> Document | None:
     placed = [(n.start_char_idx, n.get_content(metadata_mode=MetadataMode.NONE)) for n in nodes]
     if any(not isinstance(start, int) or start < 0 for start, _ in placed):
         return None
-    rebuilt = _rebuilt([(int(start or 0), text) for start, text in placed])
+    rebuilt = text_from_pieces((int(start or 0), text) for start, text in placed)
     if rebuilt is None:
         return None
     text, spans = rebuilt
