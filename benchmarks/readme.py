@@ -153,6 +153,34 @@ def view_fusion(results: Path) -> str:
     )
 
 
+def view_onnx(results: Path) -> str:
+    """README "Embedder backends": each ONNX backend against torch in the one run of
+    ``benchmarks/results/onnx-backends.json`` (every backend, every dataset)."""
+    data = _load(results, "onnx-backends")
+    rows = []
+    for name, per in data["result"]["ratios"].items():
+        runs = data["result"]["datasets"][name]
+        for backend, ratio in per.items():
+            rows.append(
+                f"| {name} | `{backend}` | {ratio['ingest_speedup']:.2f}x "
+                f"({runs[backend]['ingest']['chunks_per_s']:.1f} vs "
+                f"{runs['torch']['ingest']['chunks_per_s']:.1f} chunks/s) | "
+                f"{ratio['query_p50_ratio']:.2f}x "
+                f"({_ms(runs[backend]['query_embedding']['p50_ms'])} vs "
+                f"{_ms(runs['torch']['query_embedding']['p50_ms'])} ms) | "
+                f"{ratio['ndcg10_loss_semantic_exact']:+.4f} | "
+                f"{ratio['ndcg10_loss_hybrid']:+.4f} |"
+            )
+    load = data["machine"]["load_average_start"]
+    return (
+        "Against torch in one run (one backend after another, load average "
+        f"{load[0]:.1f} at the start; nDCG@10 loss = torch's minus the backend's, "
+        "semantic by exact kNN):\n\n"
+        "| dataset | backend | ingest speed-up | query p50 | nDCG@10 loss semantic "
+        "| nDCG@10 loss hybrid |\n|---|---|---|---|---|---|\n" + "\n".join(rows) + "\n"
+    )
+
+
 def view_first_eval(results: Path) -> str:
     """README "CLI": how long the first `remy eval` on SciFact embeds."""
     ingest = _load(results, "ingest")
@@ -210,6 +238,7 @@ VIEWS: dict[str, Callable[[Path], str]] = {
     "quality": view_quality,
     "fusion": view_fusion,
     "first-eval": view_first_eval,
+    "onnx": view_onnx,
     "cli-startup": view_cli_startup,
     "long-query": view_long_query,
 }

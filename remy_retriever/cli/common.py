@@ -12,6 +12,7 @@ from typing import Any, TextIO
 
 import chromadb
 
+from ..embeddings import BACKENDS as EMBEDDER_BACKENDS
 from ..errors import (
     CollectionNotFoundError,
     InvalidFilterError,
@@ -54,6 +55,12 @@ LEXICAL_HELP = (
 EMBEDDER_HELP = (
     "sentence-transformers model name or local model directory to embed with (default: "
     "the model the collection records; needed for one built with a custom embedder)"
+)
+
+BACKEND_HELP = (
+    "how the model runs: torch, onnx (ONNX Runtime fp32, torch's vectors) or onnx-int8 "
+    "(int8 weights: faster, a different embedder) (default: what the collection records; "
+    "a new one: onnx when remy-retriever[onnx] is installed, else torch)"
 )
 
 #: The environment variable naming the cross-encoder for ``--rerank``.
@@ -143,8 +150,12 @@ def store_client(args: argparse.Namespace) -> tuple[str | None, Any]:
 
 
 def add_embedder_flag(parser: argparse.ArgumentParser) -> None:
-    """Add ``--embedder NAME_OR_PATH`` (default: what the collection records)."""
+    """Add ``--embedder NAME_OR_PATH`` and ``--embedder-backend`` (default: what the
+    collection records)."""
     parser.add_argument("--embedder", default=None, metavar="NAME_OR_PATH", help=EMBEDDER_HELP)
+    parser.add_argument(
+        "--embedder-backend", default=None, choices=EMBEDDER_BACKENDS, help=BACKEND_HELP
+    )
 
 
 def require_collection(db: str | None, collection: str, client: Any = None) -> None:
@@ -189,6 +200,7 @@ def open_retriever(
         collection=name,
         create=create,
         embedder=getattr(args, "embedder", None),
+        embedder_backend=getattr(args, "embedder_backend", None),
         lexical_path=getattr(args, "lexical_path", None),
     )
 

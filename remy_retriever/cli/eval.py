@@ -87,11 +87,16 @@ def run(args: argparse.Namespace) -> int:
             client=client,
             collection="remy-eval-" + hashlib.sha256(store.name.encode()).hexdigest()[:16],
             embedder=args.embedder,
+            embedder_backend=args.embedder_backend,
             lexical_path=args.lexical_path,
         )
     else:
         opened = Retriever(
-            store, collection="beir", embedder=args.embedder, lexical_path=args.lexical_path
+            store,
+            collection="beir",
+            embedder=args.embedder,
+            embedder_backend=args.embedder_backend,
+            lexical_path=args.lexical_path,
         )
     with opened as r:
         if show and r.count() == 0:

@@ -123,4 +123,5 @@ def _memories(args: argparse.Namespace, documents: Any) -> MemoryStore | None:
         collection=args.memory_collection,
         retriever=documents,
         embedder=args.embedder,
+        embedder_backend=args.embedder_backend,
     )

@@ -109,6 +109,7 @@ def run(args: argparse.Namespace) -> int:
         collection=args.collection,
         retriever=linked,
         embedder=args.embedder,
+        embedder_backend=args.embedder_backend,
         lexical_path=args.lexical_path,
     ) as store:
         if command == "add":
@@ -161,6 +162,7 @@ def _linked_retriever(args: argparse.Namespace, path: str | None, client: Any) -
             collection=args.docs_collection,
             create=False,
             embedder=args.embedder,
+            embedder_backend=args.embedder_backend,
         )
     except CollectionNotFoundError:
         if args.search_mode != "memories":

@@ -103,6 +103,7 @@ def run(args: argparse.Namespace) -> int:
         client=client,
         collection=args.collection,
         embedder=args.embedder,
+        embedder_backend=args.embedder_backend,
         lexical_path=args.lexical_path,
         reranker=args.reranker,
     )

@@ -72,7 +72,13 @@ def _open(args: argparse.Namespace) -> Retriever:
         )
         raise InvalidInputError(msg)
     require_collection(str(store), "beir")
-    return Retriever(store, collection="beir", embedder=args.embedder, create=False)
+    return Retriever(
+        store,
+        collection="beir",
+        embedder=args.embedder,
+        embedder_backend=args.embedder_backend,
+        create=False,
+    )
 
 
 def run(args: argparse.Namespace) -> int:

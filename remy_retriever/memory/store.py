@@ -89,7 +89,9 @@ class MemoryStore:
 
     ``path_or_client``: an embedded Chroma directory, or a chromadb client; ``None``
     uses the linked retriever's Chroma (when it is given), else ``./remy_data``.
-    ``embedder`` defaults to the linked retriever's. ``document_container_key`` names
+    ``embedder`` defaults to the linked retriever's (unless ``embedder_backend`` is
+    given: ``"torch"``, ``"onnx"``, ``"onnx-int8"``, as for :class:`Retriever`).
+    ``document_container_key`` names
     the document metadata key that holds a document's container tag, so that
     ``container_tag`` also filters chunk results and linked documents; ``None`` makes
     documents shared by every container (``container_tag`` then filters memories only).
@@ -101,6 +103,7 @@ class MemoryStore:
         *,
         collection: str = "memories",
         embedder: Embedder | str | None = None,
+        embedder_backend: str | None = None,
         lexical_path: str | os.PathLike[str] | None = None,
         retriever: Retriever | None = None,
         reranker: Reranker | str | None = None,
@@ -124,13 +127,14 @@ class MemoryStore:
         elif retriever is not None:
             path = _persist_directory(retriever.client)
             client = None if path is not None else retriever.client
-        if embedder is None and retriever is not None:
+        if embedder is None and embedder_backend is None and retriever is not None:
             embedder = retriever.embedder
         self._store = Retriever(
             path,
             collection=collection,
             client=client,
             embedder=embedder,
+            embedder_backend=embedder_backend,
             lexical_path=lexical_path,
             reranker=reranker,
         )

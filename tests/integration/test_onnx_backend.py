@@ -218,7 +218,7 @@ def test_two_processes_racing_for_the_first_export_share_one_file(tmp_path: Path
     assert results[0]["path"] == results[1]["path"]
     assert np.allclose(results[0]["vector"], results[1]["vector"], atol=1e-6)
     files = sorted(p.name for p in Path(results[0]["path"]).parent.iterdir())
-    assert files == [".export.lock", "model-fp32.onnx", "model-int8.onnx", "source.json"]
+    assert files == [".export.lock", "model-fp32.onnx", "model-int8-r2.onnx", "source.json"]
     # What they made is what this process would make: the same vectors.
     os.environ[CACHE_ENV], before = str(cache), os.environ.get(CACHE_ENV)
     try:
@@ -230,3 +230,57 @@ def test_two_processes_racing_for_the_first_export_share_one_file(tmp_path: Path
         else:
             os.environ[CACHE_ENV] = before
     assert np.allclose(here, results[0]["vector"], atol=1e-6)
+
+
+def test_int8_keeps_the_feed_forward_output_projections_fp32(onnx_cache: Path) -> None:
+    """The int8 recipe: every weight MatMul is quantized but the six feed-forward output
+    projections (their GELU input has outliers that one dynamic activation scale cannot
+    hold; quantizing them cost SciFact 0.0065 nDCG@10, benchmarks/README.md section 8)."""
+    import onnx
+
+    from remy_retriever.onnx_export import ensure_exported
+
+    model_dir = Path(resolve_model_path(None))
+    fp32 = onnx.load(str(ensure_exported(model_dir, "none").path))
+    int8 = onnx.load(str(ensure_exported(model_dir, "int8").path))
+    ffn_out = sorted(
+        n.name for n in fp32.graph.node if n.op_type == "MatMul" and "/output/dense/" in n.name
+    )
+    ffn_out = [n for n in ffn_out if "/attention/" not in n]
+    assert len(ffn_out) == 6, ffn_out  # one per layer of MiniLM-L6
+    kept = {n.name for n in int8.graph.node if n.op_type == "MatMul"}
+    assert set(ffn_out) <= kept
+    quantized = [
+        n for n in int8.graph.node if n.op_type in ("MatMulInteger", "DynamicQuantizeMatMul")
+    ]
+    # Query, key, value, attention output and feed-forward input in each of 6 layers.
+    assert len(quantized) == 6 * 5, sorted(n.op_type for n in int8.graph.node)
+
+
+def test_cli_embedder_backend_builds_and_guards_an_int8_store(
+    tmp_path: Path, onnx_cache: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from remy_retriever.cli import main
+
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for doc in DOCS:
+        (corpus / f"{doc.id}.md").write_text(doc.text, encoding="utf-8")
+    db = str(tmp_path / "db")
+    flags = ["--db", db, "--no-progress"]
+    assert main(["ingest", str(corpus), *flags, "--embedder-backend", "onnx-int8"]) == 0
+    capsys.readouterr()
+    # The record decides when no backend is named, and the int8 store answers.
+    assert main(["search", "brew on a mac", "--db", db, "--mode", "semantic", "--json"]) == 0
+    hits = json.loads(capsys.readouterr().out)
+    assert hits[0]["citation"]["documentId"] == "mac.md"
+    # Naming another backend is refused, with the fix.
+    code = main(["search", "brew", "--db", db, "--embedder-backend", "torch"])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "onnx-int8" in err and "int8 weights" in err
+    with pytest.raises(SystemExit) as exc:  # argparse: an unknown backend, with the choices
+        main(["search", "brew", "--db", db, "--embedder-backend", "float16"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "--embedder-backend" in err and "'float16'" in err and "onnx-int8" in err
