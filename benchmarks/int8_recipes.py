@@ -124,9 +124,9 @@ def _markdown(data: dict[str, Any]) -> str:
             [
                 name,
                 row["fp32_matmuls"],
-                row["cosine_mean"],
-                row["cosine_p1"],
-                row["cosine_min"],
+                f"{row['cosine_mean']:.4f}",
+                f"{row['cosine_p1']:.4f}",
+                f"{row['cosine_min']:.4f}",
                 f"{row['speedup_vs_fp32']:.2f}x",
             ]
             for name, row in r["rows"].items()
