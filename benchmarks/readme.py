@@ -172,13 +172,24 @@ def view_onnx(results: Path) -> str:
                 f"{ratio['ndcg10_loss_hybrid']:+.4f} |"
             )
     load = data["machine"]["load_average_start"]
-    return (
+    text = (
         "Against torch in one run (one backend after another, load average "
         f"{load[0]:.1f} at the start; nDCG@10 loss = torch's minus the backend's, "
         "semantic by exact kNN):\n\n"
         "| dataset | backend | ingest speed-up | query p50 | nDCG@10 loss semantic "
         "| nDCG@10 loss hybrid |\n|---|---|---|---|---|---|\n" + "\n".join(rows) + "\n"
     )
+    variance = results / "int8-variance-cisi.json"
+    if variance.is_file():
+        var = json.loads(variance.read_text())["result"]
+        hybrid = var["loss"]["hybrid"]
+        text += (
+            f"\nint8 vectors depend a little on their batch: CISI ingested {len(var['int8'])} "
+            f"more times in shuffled document orders lost {hybrid['mean']:+.4f} nDCG@10 in "
+            f"hybrid on average against fp32 (sd {hybrid['sd']:.4f}, worst "
+            f"{hybrid['max']:+.4f}; `benchmarks/results/int8-variance-cisi.md`).\n"
+        )
+    return text
 
 
 def view_first_eval(results: Path) -> str:
