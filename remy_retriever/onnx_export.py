@@ -270,8 +270,8 @@ def _quantize(fp32: Path, out: Path) -> None:
     is the GELU output, whose few large values stretch the one activation scale a
     dynamic quantization gets per batch, so every small value loses its precision. With
     them quantized, SciFact lost 0.0065 nDCG@10 in hybrid search (0.0039 semantic, exact
-    kNN), over the 0.005 bound; keeping them fp32 costs a third of the weight-matrix work (measured
-    in benchmarks/README.md, section 8)."""
+    kNN), over the 0.005 bound; without, 0.0045. Keeping them fp32 leaves a third of the
+    weight-matrix work in fp32 (benchmarks/README.md, section 8)."""
     try:
         import onnx  # lazy: [onnx]
         from onnxruntime.quantization import QuantType, quantize_dynamic  # lazy: [onnx]

@@ -89,12 +89,12 @@ class MemoryStore:
 
     ``path_or_client``: an embedded Chroma directory, or a chromadb client; ``None``
     uses the linked retriever's Chroma (when it is given), else ``./remy_data``.
-    ``embedder`` defaults to the linked retriever's (unless ``embedder_backend`` is
-    given: ``"torch"``, ``"onnx"``, ``"onnx-int8"``, as for :class:`Retriever`).
-    ``document_container_key`` names
-    the document metadata key that holds a document's container tag, so that
-    ``container_tag`` also filters chunk results and linked documents; ``None`` makes
-    documents shared by every container (``container_tag`` then filters memories only).
+    ``embedder`` defaults to the linked retriever's, unless ``embedder_backend`` is
+    given (``"torch"``, ``"onnx"``, ``"onnx-int8"``, as for :class:`Retriever`).
+    ``document_container_key`` names the document metadata key that holds a document's
+    container tag, so that ``container_tag`` also filters chunk results and linked
+    documents; ``None`` makes documents shared by every container (``container_tag``
+    then filters memories only).
     """
 
     def __init__(
