@@ -18,7 +18,7 @@ documents ranked by their best chunk:
 - **lexical, document-level BM25**: BM25 over the whole title + abstract, given to each
   of its chunks, mixed with the chunk's own BM25 (``mix`` = the document's share).
 
-Title and sentence vectors are embedded once with the default embedder (ONNX fp32, the
+Title and sentence vectors are embedded once with ONNX fp32 (the
 vectors of torch) and cached beside the sweep data. Rows land in
 ``benchmarks/results/quality-branches-<dataset>-<split>.json`` and ``.md``.
 """
@@ -79,7 +79,7 @@ def _embedded(data: SweepData, kind: str, texts: list[str]) -> np.ndarray:
         from remy_retriever.embeddings import make_embedder
 
         started = time.perf_counter()
-        vectors = np.asarray(make_embedder(None, None).embed_documents(texts), dtype=np.float32)
+        vectors = np.asarray(make_embedder(None, "onnx").embed_documents(texts), dtype=np.float32)
         print(f"embedded {len(texts)} {kind} texts in {time.perf_counter() - started:.0f} s")
         np.save(cache, vectors)
     return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)

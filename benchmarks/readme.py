@@ -184,26 +184,26 @@ def view_onnx(results: Path) -> str:
         var = json.loads(variance.read_text())["result"]
         hybrid = var["loss"]["hybrid"]
         text += (
-            f"\nint8 vectors depend a little on their batch: CISI ingested {len(var['int8'])} "
-            f"more times in shuffled document orders lost {hybrid['mean']:+.4f} nDCG@10 in "
-            f"hybrid on average against fp32 (sd {hybrid['sd']:.4f}, worst "
-            f"{hybrid['max']:+.4f}; `benchmarks/results/int8-variance-cisi.md`).\n"
+            f"\nint8 with CISI ingested {len(var['int8'])} more times, the documents "
+            f"shuffled each time: hybrid loss against fp32 {hybrid['mean']:+.4f} on average "
+            f"(sd {hybrid['sd']:.4f}, worst {hybrid['max']:+.4f}; "
+            "`benchmarks/results/int8-variance-cisi.md`).\n"
         )
     return text
 
 
 def view_first_eval(results: Path) -> str:
     """README "CLI": how long the first `remy eval` on SciFact embeds, with the default
-    embedder (ONNX fp32 when the extra is installed) and with torch, from the one run of
+    embedder (ONNX int8 when the extra is installed) and with torch, from the one run of
     ``onnx-backends`` (``Retriever.add`` of the whole corpus, embedding included)."""
     data = _load(results, "onnx-backends")
     runs = data["result"]["datasets"]["scifact"]
-    chunks = runs["onnx"]["ingest"]["chunks"]
-    onnx, torch = runs["onnx"]["ingest"], runs["torch"]["ingest"]
+    chunks = runs["onnx-int8"]["ingest"]["chunks"]
+    int8, torch = runs["onnx-int8"]["ingest"], runs["torch"]["ingest"]
     return (
         f"SciFact makes {chunks:,} chunks. On a {data['machine']['cores']}-core machine "
-        f"the default embedder (ONNX fp32) added them at {onnx['chunks_per_s']:.1f} chunks/s, "
-        f"so the first run takes about {onnx['add_s'] / 60:.0f} minutes "
+        f"the default embedder (ONNX int8) added them at {int8['chunks_per_s']:.1f} "
+        f"chunks/s, so the first run takes about {int8['add_s'] / 60:.0f} minutes "
         f"({torch['add_s'] / 60:.0f} with `--embedder-backend torch`: "
         f"`benchmarks/results/onnx-backends.md`).\n"
     )

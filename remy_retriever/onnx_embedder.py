@@ -67,6 +67,13 @@ class OnnxEmbedder:
     a collection records it and refuses any other embedder
     (:mod:`remy_retriever.stores.identity`).
 
+    ``batch_size`` (texts per ONNX Runtime run) defaults to 32 for fp32 and to 1 for
+    int8. Dynamic int8 quantization takes one activation scale per run, so in a batch a
+    text's vector would depend on its neighbours, and nDCG@10 moved with the order
+    documents arrived in. One text per run gives every text its own vector, the same a
+    query gets, and on 2 cores it embedded as fast as batches of 32
+    (benchmarks/README.md, section 8).
+
     Threads (ONNX Runtime intra-op threads; inter-op is 1, and idle threads do not spin,
     so a shared machine is not burnt waiting):
 
@@ -100,7 +107,7 @@ class OnnxEmbedder:
         model: str | None = None,
         *,
         quantization: str = "none",
-        batch_size: int = 32,
+        batch_size: int | None = None,
         ingest_threads: int | None = None,
         query_threads: int | None = None,
         query_prompt: str | None = None,
@@ -109,6 +116,8 @@ class OnnxEmbedder:
         if quantization not in QUANTIZATIONS:
             msg = f"quantization {quantization!r:.40} is not one of {', '.join(QUANTIZATIONS)}"
             raise InvalidInputError(msg)
+        if batch_size is None:
+            batch_size = 1 if quantization == "int8" else 32
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             msg = f"batch_size must be a positive int, got {batch_size!r:.40}"
             raise InvalidInputError(msg)

@@ -80,7 +80,7 @@ class Retriever:
     ``reembed=True`` re-embeds every chunk with ``embedder``; without it, another model
     than the collection's is refused (:mod:`remy_retriever.stores.identity`).
     ``embedder_backend``: ``"torch"``, ``"onnx"``, ``"onnx-int8"`` (README); ``None``: what
-    the collection records, else ONNX fp32 when the ``[onnx]`` extra is installed."""
+    the collection records, else ONNX int8 when the ``[onnx]`` extra is installed."""
 
     def __init__(
         self,

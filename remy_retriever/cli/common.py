@@ -60,7 +60,7 @@ EMBEDDER_HELP = (
 BACKEND_HELP = (
     "how the model runs: torch, onnx (ONNX Runtime fp32, torch's vectors) or onnx-int8 "
     "(int8 weights: faster, a different embedder) (default: what the collection records; "
-    "a new one: onnx when remy-retriever[onnx] is installed, else torch)"
+    "a new one: onnx-int8 when remy-retriever[onnx] is installed, else torch)"
 )
 
 #: The environment variable naming the cross-encoder for ``--rerank``.

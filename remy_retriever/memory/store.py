@@ -19,7 +19,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..documents import MetadataValue
-from ..errors import InvalidInputError
+from ..errors import InvalidInputError, ModelLoadError
 from ..filters import parse_where
 from ..responses import ChunkResult, MemoryResult, MemorySearchResponse, Relation
 from ..retriever import Retriever
@@ -89,8 +89,9 @@ class MemoryStore:
 
     ``path_or_client``: an embedded Chroma directory, or a chromadb client; ``None``
     uses the linked retriever's Chroma (when it is given), else ``./remy_data``.
-    ``embedder`` defaults to the linked retriever's, unless ``embedder_backend`` is
-    given (``"torch"``, ``"onnx"``, ``"onnx-int8"``, as for :class:`Retriever`).
+    ``embedder`` (or ``embedder_backend``: ``"torch"``, ``"onnx"``, ``"onnx-int8"``, as
+    for :class:`Retriever`) defaults to the linked retriever's embedder, or to what the
+    memory collection records when that is another embedder.
     ``document_container_key`` names the document metadata key that holds a document's
     container tag, so that ``container_tag`` also filters chunk results and linked
     documents; ``None`` makes documents shared by every container (``container_tag``
@@ -127,17 +128,23 @@ class MemoryStore:
         elif retriever is not None:
             path = _persist_directory(retriever.client)
             client = None if path is not None else retriever.client
+        options: dict[str, Any] = {
+            "collection": collection,
+            "client": client,
+            "lexical_path": lexical_path,
+            "reranker": reranker,
+        }
         if embedder is None and embedder_backend is None and retriever is not None:
-            embedder = retriever.embedder
-        self._store = Retriever(
-            path,
-            collection=collection,
-            client=client,
-            embedder=embedder,
-            embedder_backend=embedder_backend,
-            lexical_path=lexical_path,
-            reranker=reranker,
-        )
+            # The linked retriever's embedder, unless the memory collection already
+            # records another one (identity is checked at open): then its record decides.
+            try:
+                self._store = Retriever(path, embedder=retriever.embedder, **options)
+            except ModelLoadError:
+                self._store = Retriever(path, **options)
+        else:
+            self._store = Retriever(
+                path, embedder=embedder, embedder_backend=embedder_backend, **options
+            )
         self._linked = retriever
         self.context_depth = depth
         self.document_container_key = container_key

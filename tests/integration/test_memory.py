@@ -440,3 +440,22 @@ def test_cli_memory_commands(db: Path, docs: Retriever, capsys: pytest.CaptureFi
     assert any("chunk" in r for r in json.loads(capsys.readouterr().out)["results"])
     assert memory_main(["update", "mem_nope", "x", *base]) == 2
     assert "no memory with id 'mem_nope'" in capsys.readouterr().err
+
+
+def test_a_memory_collection_of_another_embedder_opens_with_its_record(
+    db: Path, docs: Retriever
+) -> None:
+    """Memories added on their own (the default backend: int8 when the [onnx] extra is
+    installed) stay searchable beside documents embedded by another embedder: the
+    memory collection keeps the embedder it records instead of taking the linked one."""
+    pytest.importorskip("onnxruntime")
+    with MemoryStore(db, collection="int8-memories", embedder_backend="onnx-int8") as alone:
+        alone.add("Ash takes the 8:15 train", container_tag="ash")
+    with MemoryStore(db, collection="int8-memories", retriever=docs) as linked:
+        assert linked.memories.embedder is not docs.embedder
+        assert getattr(linked.memories.embedder, "quantization", None) == "int8"
+        got = linked.search("which train does Ash take", container_tag="ash")
+        assert [r.memory for r in got.results] == ["Ash takes the 8:15 train"]
+    # A new memory collection still takes the linked retriever's embedder.
+    with MemoryStore(db, collection="fresh-memories", retriever=docs) as fresh:
+        assert fresh.memories.embedder is docs.embedder

@@ -284,3 +284,23 @@ def test_cli_embedder_backend_builds_and_guards_an_int8_store(
     assert exc.value.code == 2
     err = capsys.readouterr().err
     assert "--embedder-backend" in err and "'float16'" in err and "onnx-int8" in err
+
+
+def test_an_int8_vector_does_not_depend_on_its_batch(onnx_cache: Path) -> None:
+    """int8 runs one text at a time by default: a document's vector is the same alone,
+    beside a long outlier text, and as a query (dynamic quantization would otherwise
+    share one activation scale across the batch)."""
+    int8 = OnnxEmbedder(quantization="int8")
+    assert int8.batch_size == 1
+    alone = int8.embed_documents([TEXTS[0]])[0]
+    batched = int8.embed_documents([TEXTS[1], TEXTS[0], TEXTS[2]])[1]
+    assert np.array_equal(alone, batched)
+    assert np.allclose(alone, int8.embed_query(TEXTS[0]), atol=1e-6)
+    # Batches of 32 share a scale: the same text comes out differently beside others,
+    # which is what the default avoids.
+    shared = OnnxEmbedder(quantization="int8", batch_size=32)
+    assert not np.array_equal(
+        shared.embed_documents([TEXTS[0]])[0],
+        shared.embed_documents([TEXTS[1], TEXTS[0], TEXTS[2]])[1],
+    )
+    assert OnnxEmbedder().batch_size == 32
