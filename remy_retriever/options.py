@@ -28,17 +28,20 @@ __all__ = [
     "DEFAULT_NORMALIZATION",
     "FILLS",
     "FUSIONS",
+    "MAX_DOCUMENTS",
     "MAX_K",
     "MAX_QUERY_CHARS",
     "MODES",
     "NORMALIZATIONS",
     "TUNABLE",
+    "DocumentSearchOptions",
     "Fusion",
     "Mode",
     "SearchOptions",
     "check_int",
     "dump_search_config",
     "load_search_config",
+    "resolve_options",
     "validate_query",
 ]
 
@@ -75,7 +78,7 @@ MAX_EXPAND = 50
 _BRANCHES = ("semantic", "lexical")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class SearchOptions:
     """How one search runs. Every field is validated on construction.
 
@@ -124,6 +127,16 @@ class SearchOptions:
     filter: Filter | None = field(init=False, repr=False, compare=False)
     #: RRF weight per branch, missing ones 1.0 (derived).
     branch_weights: Mapping[str, float] = field(init=False, repr=False, compare=False)
+    #: The names the caller set (derived): in :func:`resolve_options` these win over a
+    #: collection's stored config, the others give way to it.
+    explicit: frozenset[str] = field(init=False, repr=False, compare=False)
+
+    def __new__(cls, **kwargs: Any) -> SearchOptions:
+        # The generated __init__ cannot tell a default from a value passed as the
+        # default; __new__ sees the same keywords, so it records which were given.
+        self = super().__new__(cls)
+        object.__setattr__(self, "explicit", frozenset(kwargs))
+        return self
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -180,17 +193,108 @@ class SearchOptions:
         return cls(**kwargs)
 
     def replace(self, **changes: Any) -> SearchOptions:
-        """A copy with some options changed (validated like the constructor)."""
+        """A copy with some options changed (validated like the constructor); the changed
+        names count as set by the caller, the others keep their standing."""
         unknown = sorted(set(changes) - self.names())
         if unknown:
             msg = f"unknown search option(s) {unknown}; use any of {sorted(self.names())}"
             raise InvalidInputError(msg)
-        return dataclasses.replace(self, **changes)
+        given = {name: getattr(self, name) for name in self.explicit}
+        return SearchOptions(**{**given, **changes})
+
+    def given(self) -> dict[str, Any]:
+        """The options the caller set, as keywords."""
+        return {name: getattr(self, name) for name in sorted(self.explicit)}
 
     @property
     def pool(self) -> int:
         """How many candidates each branch fetches: ``candidates``, at least ``k``."""
         return max(self.candidates, self.k)
+
+
+#: Most documents one document search may return.
+MAX_DOCUMENTS = 1000
+
+
+@dataclass(frozen=True, kw_only=True)
+class DocumentSearchOptions:
+    """How a document search groups its hits (``Retriever.search_documents``; the rules
+    are in :func:`remy_retriever.search.documents.search_documents`). Validated on
+    construction, like :class:`SearchOptions`."""
+
+    limit: int = 10
+    chunk_threshold: float = 0.0
+    document_threshold: float = 0.0
+    only_matching_chunks: bool = False
+    include_full_docs: bool = False
+    include_summary: bool = False
+    context_chunks: int = 1
+
+    def __post_init__(self) -> None:
+        check_int("limit", self.limit, hi=MAX_DOCUMENTS)
+        check_int("context_chunks", self.context_chunks, lo=0, hi=MAX_EXPAND)
+        for name in ("chunk_threshold", "document_threshold"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                value = math.nan
+            if not 0 <= value <= 1:
+                shown = short_repr(getattr(self, name))
+                msg = f"{name} must be a number between 0 and 1 (scores are 0-1), got {shown}"
+                raise InvalidInputError(msg)
+        for name in ("only_matching_chunks", "include_full_docs", "include_summary"):
+            if not isinstance(getattr(self, name), bool):
+                msg = f"{name} must be True or False, got {short_repr(getattr(self, name))}"
+                raise InvalidInputError(msg)
+
+    @classmethod
+    def names(cls) -> frozenset[str]:
+        """The grouping option names."""
+        return frozenset(f.name for f in dataclasses.fields(cls))
+
+    @classmethod
+    def split(cls, keywords: Mapping[str, Any]) -> tuple[DocumentSearchOptions, dict[str, Any]]:
+        """The grouping options among ``keywords``, and the other keywords (search
+        options, checked by :func:`resolve_options`)."""
+        own = cls.names()
+        grouping = cls(**{k: v for k, v in keywords.items() if k in own})
+        return grouping, {k: v for k, v in keywords.items() if k not in own}
+
+
+def resolve_options(
+    stored: Mapping[str, Any],
+    options: SearchOptions | None = None,
+    keywords: Mapping[str, Any] | None = None,
+    *,
+    what: str = "search()",
+    allowed: frozenset[str] | None = None,
+) -> SearchOptions:
+    """The options one search runs with, for every entry point (the API, the CLI, HTTP,
+    MCP and the adapters all arrive here through ``Retriever``). Highest first:
+
+    1. the call's keywords;
+    2. the options set in a passed :class:`SearchOptions` (:attr:`SearchOptions.explicit`);
+    3. the collection's stored config (``stored``: what ``remy tune`` saved);
+    4. the library defaults.
+
+    ``allowed`` limits the keyword names (``rank`` takes the ranking options only). An
+    unknown name, or ``options`` of another type, raises :class:`InvalidInputError`."""
+    if options is not None and not isinstance(options, SearchOptions):
+        msg = (
+            f"{what} takes options as keywords or a SearchOptions, got "
+            f"{type(options).__name__} {short_repr(options, 80)}"
+        )
+        raise InvalidInputError(msg)
+    given = dict(keywords or {})
+    names = SearchOptions.names() if allowed is None else allowed
+    unknown = sorted(set(given) - names)
+    if unknown:
+        msg = f"{what} got unknown option(s) {unknown}; use any of {sorted(names)}"
+        raise InvalidInputError(msg)
+    merged = {k: v for k, v in stored.items() if k in TUNABLE}
+    if options is not None:
+        merged.update(options.given())
+    merged.update(given)
+    return SearchOptions(**merged)
 
 
 def load_search_config(raw: object, *, where: str = "the collection") -> dict[str, Any]:

@@ -22,14 +22,14 @@ from .hits import SearchHit
 from .ingest.files import DEFAULT_MAX_DOCUMENT_BYTES
 from .ingest.folder import ingest_paths
 from .ingest.writer import Ingestor, IngestReport, show_progress
-from .options import TUNABLE, SearchOptions, check_int, validate_query
+from .options import SearchOptions, check_int
 from .records import document_id_of
 from .reprs import short_repr
 from .rerankers import Reranker, resolve_reranker
 from .responses import DocumentSearchResponse
 from .retry import RetryPolicy
 from .search.calibration import ScoredHit
-from .search.documents import search_documents
+from .search.entry import Searches
 from .search.pipeline import SearchPipeline
 from .search.tuning import TuneReport, collect, fit
 from .stores.dense import DenseStore, check_hnsw
@@ -47,10 +47,6 @@ Qrels = Mapping[str, Mapping[str, int]]
 __all__ = ["DoctorReport", "IngestReport", "Retriever", "StoredDocument"]
 
 _COLLECTION_NAME = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9._-]{1,510})[a-zA-Z0-9]")
-#: The options ``rank`` takes (the ranking does not depend on the others).
-_RANK_OPTIONS = frozenset(
-    {"mode", "candidates", "where", "fusion", "weights", "rrf_k", "alpha"} | set(TUNABLE)
-)
 
 
 class Retriever:
@@ -122,12 +118,12 @@ class Retriever:
         self._sync.lexical.filter_statistics = filter_statistics
         self._ingestor = Ingestor(self._sync)
         self._pipeline = SearchPipeline(self._sync)
+        self._searches = Searches(self._pipeline)
         self.collection = collection
         self.client = stores.client
         self.progress = progress
         self.reranker = resolve_reranker(reranker, None) if reranker is not None else None
         self._max_tokens = max_tokens
-        self.search_config: dict[str, Any] = self._sync.search_config()
         self._sync.settle_identity()
         # Catches up with other writers; after an interrupted write (dirty flag, writer
         # lock free) makes every document whole first; rebuilds a discarded index.
@@ -173,6 +169,13 @@ class Retriever:
     def document_table(self) -> DocumentTable:
         """Whole documents, beside their chunks."""
         return self._sync.table
+
+    @property
+    def search_config(self) -> dict[str, Any]:
+        """The search options stored for the collection (``remy tune``,
+        :meth:`set_search_config`), read afresh: another process's change shows here and
+        in the next search."""
+        return self._sync.search_config()
 
     @property
     def max_tokens(self) -> int:
@@ -290,21 +293,14 @@ class Retriever:
         and ``retrieval_rank`` / ``retrieval_score`` keep the position and score from
         before; without, those two are ``None``.
         """
-        text = validate_query(query)
-        opts = _options(options, {**self.search_config, **kwargs} if options is None else kwargs)
-        return self._pipeline.run(text, opts, default_reranker=self.reranker)
+        return self._searches.search(query, options, kwargs, reranker=self.reranker)
 
     def rank(self, query: str, **kwargs: Any) -> list[tuple[str, float]]:
         """The fused ranking as ``(chunk id, score)`` without fetching text: what
         :meth:`search` ranks before building hits (used by ``remy eval``). Takes the
         ranking options: ``mode``, ``candidates``, ``where``, ``fusion``, ``weights``,
         ``rrf_k``, ``alpha``."""
-        text = validate_query(query)
-        unknown = sorted(set(kwargs) - _RANK_OPTIONS)
-        if unknown:
-            msg = f"rank() got unknown option(s) {unknown}; use any of {sorted(_RANK_OPTIONS)}"
-            raise InvalidInputError(msg)
-        return self._pipeline.rank(text, SearchOptions(k=1, **{**self.search_config, **kwargs}))[0]
+        return self._searches.rank(query, kwargs)
 
     def calibrated_search(
         self,
@@ -319,18 +315,8 @@ class Retriever:
         """:meth:`search`, each hit with a 0-1 relevance by the rules of
         :mod:`remy_retriever.search.calibration`, in the search's order. ``rerank``
         reranks all ``k`` hits (``False`` never; ``None``: the retriever's reranker)."""
-        text = validate_query(query)
-        options = SearchOptions(
-            **self.search_config,
-            mode=mode,  # type: ignore[arg-type]  # validated by SearchOptions
-            k=k,
-            where=where,
-            rerank=rerank,
-            rerank_depth=k,
-            candidates=max(check_int("candidates", candidates), check_int("k", k)),
-            explain=mode == "hybrid",
-        )
-        return self._pipeline.scored(text, options, default_reranker=self.reranker)
+        call = {"mode": mode, "k": k, "where": where, "rerank": rerank, "candidates": candidates}
+        return self._searches.calibrated(query, call, reranker=self.reranker)
 
     def tune(self, queries: Queries, qrels: Qrels, *, save: bool = True) -> TuneReport:
         """Fit the fusion options on judged queries (:mod:`.search.tuning`); ``save``
@@ -343,24 +329,12 @@ class Retriever:
     def set_search_config(self, config: Mapping[str, Any]) -> None:
         """Store search options for the collection (``{}``: back to the defaults)."""
         self._sync.save_search_config(config)
-        self.search_config = self._sync.search_config()
 
-    def search_documents(self, query: str, **options: Any) -> DocumentSearchResponse:
+    def search_documents(
+        self, query: str, options: SearchOptions | None = None, **kwargs: Any
+    ) -> DocumentSearchResponse:
         """Hits grouped by document with 0-1 scores, in the supermemory document-search
-        shape; options and scoring rules in
-        :func:`remy_retriever.search.documents.search_documents`."""
-        return search_documents(
-            self._pipeline, self.document_table, query, default_reranker=self.reranker, **options
-        )
-
-
-def _options(options: SearchOptions | None, kwargs: Mapping[str, Any]) -> SearchOptions:
-    if options is None:
-        return SearchOptions.from_kwargs(kwargs)
-    if not isinstance(options, SearchOptions):
-        msg = (
-            f"search() takes options as keywords or a SearchOptions, got "
-            f"{type(options).__name__} {options!r:.80}"
-        )
-        raise InvalidInputError(msg)
-    return options.replace(**kwargs) if kwargs else options
+        shape; the grouping options (``limit``, thresholds, ...) and scoring rules are in
+        :func:`remy_retriever.search.documents.search_documents`. Search options resolve
+        as in :meth:`search` (``rerank`` is off unless asked for)."""
+        return self._searches.documents(query, options, kwargs, reranker=self.reranker)

@@ -9,16 +9,14 @@ See :func:`search_documents`. Scores are 0-1 in every mode (the rules are in
 from __future__ import annotations
 
 import re
-import reprlib
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import InvalidInputError
 from ..filters import Filter
 from ..hits import Citation
-from ..options import MAX_EXPAND, SearchOptions, check_int, validate_query
+from ..options import DocumentSearchOptions, SearchOptions
 from ..records import Record, parse_chunk_id, to_citation
 from ..rerankers import Reranker
 from ..responses import DocumentChunk, DocumentResult, DocumentSearchResponse
@@ -31,45 +29,22 @@ __all__ = ["SUMMARY_CHARS", "lead_summary", "search_documents"]
 
 #: Longest extractive lead summary, in characters.
 SUMMARY_CHARS = 300
-#: Most documents one call may return.
-MAX_LIMIT = 1000
-#: The options :func:`search_documents` takes (``limit`` is its ``k``).
-OPTIONS = frozenset(
-    {
-        "limit",
-        "chunk_threshold",
-        "document_threshold",
-        "only_matching_chunks",
-        "include_full_docs",
-        "include_summary",
-        "mode",
-        "rerank",
-        "where",
-        "context_chunks",
-    }
-)
 
 
 def search_documents(
     pipeline: SearchPipeline,
     table: DocumentTable,
     q: str,
+    options: SearchOptions,
+    grouping: DocumentSearchOptions,
     *,
     default_reranker: Reranker | None = None,
-    limit: int = 10,
-    chunk_threshold: float = 0.0,
-    document_threshold: float = 0.0,
-    only_matching_chunks: bool = False,
-    include_full_docs: bool = False,
-    include_summary: bool = False,
-    mode: str = "hybrid",
-    rerank: bool | str | Reranker | None = False,
-    where: Mapping[str, Any] | None = None,
-    context_chunks: int = 1,
-    **unknown: Any,
 ) -> DocumentSearchResponse:
     """Search and group the chunk hits by document, best document first (what
-    ``Retriever.search_documents`` returns; ``default_reranker`` is the retriever's own).
+    ``Retriever.search_documents`` returns; ``options`` are the resolved search options,
+    ``grouping`` the document options: ``limit``, ``chunk_threshold``,
+    ``document_threshold``, ``only_matching_chunks``, ``include_full_docs``,
+    ``include_summary``, ``context_chunks``; ``default_reranker`` is the retriever's own).
 
     Scores: every chunk gets a 0-1 score by the rule of ``mode`` (semantic: cosine clipped
     to [0, 1]; lexical: BM25 over the query's BM25 ceiling; hybrid: the mean of those
@@ -101,35 +76,15 @@ def search_documents(
     never reranks; ``None`` uses the retriever's own reranker).
     """
     started = time.perf_counter()
-    if unknown:
-        known = sorted(OPTIONS)
-        msg = f"search_documents() got unknown option(s) {sorted(unknown)}; use any of {known}"
-        raise InvalidInputError(msg)
-    check_int("limit", limit, hi=MAX_LIMIT)
-    check_int("context_chunks", context_chunks, lo=0, hi=MAX_EXPAND)
-    _check_threshold("chunk_threshold", chunk_threshold)
-    _check_threshold("document_threshold", document_threshold)
-    for name, flag in (
-        ("only_matching_chunks", only_matching_chunks),
-        ("include_full_docs", include_full_docs),
-        ("include_summary", include_summary),
-    ):
-        if not isinstance(flag, bool):
-            msg = f"{name} must be True or False, got {reprlib.repr(flag)}"
-            raise InvalidInputError(msg)
+    limit = grouping.limit
+    chunk_threshold, document_threshold = grouping.chunk_threshold, grouping.document_threshold
     # Fetch enough chunks to fill `limit` documents; widen once if they crowd together.
     k = min(10_000, max(3 * limit, 20))
-    base = SearchOptions(
-        mode=mode,  # type: ignore[arg-type]  # validated by SearchOptions
-        where=where,
-        rerank=rerank,
-        explain=mode == "hybrid",
-    )
-    q = validate_query(q)
+    base = options.replace(explain=options.mode == "hybrid")
     groups: dict[str, _Group] = {}
     for _ in range(2):
-        options = base.replace(k=k, rerank_depth=k, candidates=max(100, k))
-        scored = pipeline.scored(q, options, default_reranker=default_reranker)
+        widened = base.replace(k=k, rerank_depth=k, candidates=max(100, k))
+        scored = pipeline.scored(q, widened, default_reranker=default_reranker)
         groups = _group(scored, chunk_threshold)
         kept = [g for g in groups.values() if g.keep(document_threshold)]
         if len(kept) >= limit or len(scored) < k:
@@ -142,16 +97,16 @@ def search_documents(
     stored = table.stored([g.document_id for g in chosen])
     chosen = [g for g in chosen if g.document_id in stored]
     context: dict[str, Record] = {}
-    if not only_matching_chunks and context_chunks:
-        context = _context_chunks(pipeline, chosen, context_chunks, base.filter)
+    if not grouping.only_matching_chunks and grouping.context_chunks:
+        context = _context_chunks(pipeline, chosen, grouping.context_chunks, base.filter)
     results = [
         _result(
             g,
             stored[g.document_id],
             context,
-            only_matching_chunks=only_matching_chunks,
-            include_full_docs=include_full_docs,
-            include_summary=include_summary,
+            only_matching_chunks=grouping.only_matching_chunks,
+            include_full_docs=grouping.include_full_docs,
+            include_summary=grouping.include_summary,
         )
         for g in chosen
     ]
@@ -294,10 +249,3 @@ def lead_summary(text: str, *, max_chars: int = SUMMARY_CHARS) -> str:
 
 
 # -- validation --------------------------------------------------------------------------
-
-
-def _check_threshold(name: str, value: object) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
-        shown = reprlib.repr(value)  # bounded: a hostile value may be huge or deeply nested
-        msg = f"{name} must be a number between 0 and 1 (scores are 0-1), got {shown}"
-        raise InvalidInputError(msg)

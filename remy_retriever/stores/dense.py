@@ -129,6 +129,8 @@ class DenseStore:
         self._system = system_of(self.client)
         self._reloaded_at = 0.0
         self._generation_read: tuple[str, float] | None = None
+        #: The collection metadata as last read, and when (monotonic seconds).
+        self._metadata_read: tuple[dict[str, Any], float] | None = None
         #: The store's writer lock (set by the owner). A read never reloads the view
         #: while another thread of this process writes through it.
         self.write_lock: Any = None
@@ -324,10 +326,17 @@ class DenseStore:
             col = self.client.get_collection(self.name, embedding_function=None)
             return dict(col.metadata or {})
 
-        return dict(self.calls.call("read the collection metadata", read))
+        meta = dict(self.calls.call("read the collection metadata", read))
+        self._metadata_read = (meta, time.monotonic())
+        return dict(meta)
 
-    def setting(self, key: str) -> Any:
-        """One collection metadata value, read afresh (``None`` when unset)."""
+    def setting(self, key: str, *, max_age: float = 0.0) -> Any:
+        """One collection metadata value (``None`` when unset), read afresh; ``max_age``:
+        metadata this store read at most that many seconds ago will do (the generation
+        check of a search reads it anyway)."""
+        cached = self._metadata_read
+        if max_age > 0 and cached is not None and time.monotonic() - cached[1] <= max_age:
+            return cached[0].get(key)
         return self._fresh_metadata().get(key)
 
     def set_metadata(self, changes: Mapping[str, Any], what: str) -> None:
@@ -338,6 +347,7 @@ class DenseStore:
             col = self.client.get_collection(self.name, embedding_function=None)
             self.collection.modify(metadata={**(col.metadata or {}), **changes})
 
+        self._metadata_read = None  # whatever happens, the next read goes to the store
         self.calls.call(what, write)
 
     def record_identity(self) -> None:
@@ -420,8 +430,10 @@ class DenseStore:
 
         def read() -> str:
             col = self.client.get_collection(self.name, embedding_function=None)
-            self._check_identity_unchanged(col.metadata or {})
-            return str((col.metadata or {}).get(GENERATION_KEY, ""))
+            meta = dict(col.metadata or {})
+            self._check_identity_unchanged(meta)
+            self._metadata_read = (meta, time.monotonic())
+            return str(meta.get(GENERATION_KEY, ""))
 
         value = self.calls.call("read the collection generation", read)
         self._generation_read = (value, time.monotonic())

@@ -138,6 +138,8 @@ class StoreSync:
         self.write_lock = write_lock
         dense.write_lock = write_lock
         self._sync_lock = threading.Lock()
+        #: The stored search config as last read: (its text, the options it holds).
+        self._config_parsed: tuple[object, dict[str, Any]] | None = None
         self.lexical = self._open_lexical(lexical_path, lock_timeout)
 
     def _open_lexical(self, path: str | os.PathLike[str], lock_timeout: float) -> LexicalIndex:
@@ -266,15 +268,23 @@ class StoreSync:
                 self.lexical.apply(upserts=upserts, deletes=gone)
             self._synced(generation, started)
 
-    def search_config(self) -> dict[str, Any]:
+    def search_config(self, *, max_age: float = 0.0) -> dict[str, Any]:
         """The search options ``remy tune`` stored for the collection (``{}``: none, or a
         stored value this version cannot read, logged: searches keep the defaults and
-        ``remy tune`` can overwrite it)."""
-        try:
-            return load_search_config(self.dense.setting(SEARCH_CONFIG_KEY))
-        except InvalidInputError as exc:
-            _log.warning("ignoring the stored search config: %s", exc)
-            return {}
+        ``remy tune`` can overwrite it). Read from the collection's metadata, so another
+        process's ``remy tune`` shows at the next call; ``max_age`` as in
+        :meth:`DenseStore.setting`. The text is parsed again only when it changed."""
+        raw = self.dense.setting(SEARCH_CONFIG_KEY, max_age=max_age)
+        parsed = self._config_parsed
+        if parsed is None or parsed[0] != raw:
+            try:
+                config = load_search_config(raw)
+            except InvalidInputError as exc:
+                _log.warning("ignoring the stored search config: %s", exc)
+                config = {}
+            parsed = (raw, config)
+            self._config_parsed = parsed
+        return dict(parsed[1])
 
     def save_search_config(self, config: Mapping[str, Any]) -> None:
         """Store search options for the collection (``{}`` clears them)."""
