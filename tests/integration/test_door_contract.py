@@ -1,0 +1,188 @@
+"""One engine behind every door: the same store, given a stored (tuned) search config,
+answers one query the same way through the Python API, the CLI, ``remy serve`` (HTTP),
+``remy mcp`` and both framework adapters, and every door follows the stored config,
+also when another process changes it while a server runs.
+
+Each door is driven by its real client: subprocesses for the CLI, a real ``remy serve``
+with the official supermemory SDK's transport (httpx), the MCP SDK's stdio client, and
+LangChain's and LlamaIndex's own retriever interfaces.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+from langchain_remy import RemyRetriever as LangChainRetriever
+from llama_index.retrievers.remy import RemyRetriever as LlamaIndexRetriever
+from mcp import ClientSession, StdioServerParameters, stdio_client
+
+from remy_retriever import DocumentSearchResponse, Retriever, SearchHit, SearchOptions
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE / "serve"))
+
+from remy_serve_support import ADMIN, RemyServer  # noqa: E402
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
+
+CORPUS = HERE.parent.parent / "examples" / "corpus"
+QUERY = "how do I combine keyword and vector search"
+#: A config far from the defaults: RRF with a tiny k (the default is calibrated convex).
+TUNED: dict[str, Any] = {"fusion": "rrf", "rrf_k": 1.0}
+K = 5
+LIMIT = 3
+ENV = {
+    **os.environ,
+    "HF_HUB_OFFLINE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+    "ANONYMIZED_TELEMETRY": "False",
+    "TOKENIZERS_PARALLELISM": "false",
+}
+
+Ranked = list[tuple[str, float]]
+
+
+def ranked(hits: list[SearchHit]) -> Ranked:
+    return [(h.id, round(h.score, 6)) for h in hits]
+
+
+def ranked_wire(hits: list[dict[str, Any]]) -> Ranked:
+    return [(h["id"], round(float(h["score"]), 6)) for h in hits]
+
+
+def grouped(response: dict[str, Any]) -> list[tuple[str, float, list[tuple[int, float]]]]:
+    """A document search's documents in order, each with its score and its listed
+    chunks (position, score): the chunks retrieved depend on the fused ranking."""
+    return [
+        (
+            r["documentId"],
+            round(float(r["score"]), 6),
+            [(int(c["position"]), round(float(c["score"]), 6)) for c in r["chunks"]],
+        )
+        for r in response["results"]
+    ]
+
+
+def grouped_local(response: DocumentSearchResponse) -> Any:
+    return grouped(response.to_dict())
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Retriever]]:
+    path = tmp_path_factory.mktemp("contract") / "db"
+    retriever = Retriever(path, collection="docs", progress=False)
+    retriever.ingest(CORPUS)
+    try:
+        yield path, retriever
+    finally:
+        retriever.close()
+
+
+def cli(path: Path, *args: str) -> Any:
+    done = subprocess.run(
+        [sys.executable, "-m", "remy_retriever.cli", "search", QUERY, "--db", str(path), *args],
+        capture_output=True,
+        text=True,
+        env=ENV,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout)
+
+
+def mcp_calls(path: Path) -> tuple[Any, Any]:
+    async def run() -> tuple[Any, Any]:
+        params = StdioServerParameters(
+            command=sys.executable,
+            args=["-m", "remy_retriever.cli", "mcp", "--db", str(path), "--read-only"],
+            env=ENV,
+        )
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            with anyio.fail_after(300):
+                await session.initialize()
+            hits = await session.call_tool("search", {"query": QUERY, "k": K})
+            docs = await session.call_tool("search_documents", {"query": QUERY, "limit": LIMIT})
+        assert not hits.is_error, hits.content
+        assert not docs.is_error, docs.content
+        return hits.structured_content, docs.structured_content
+
+    return anyio.run(run)
+
+
+def http_search(server: RemyServer) -> tuple[Ranked, Any]:
+    headers = {"Authorization": f"Bearer {ADMIN}"}
+    with httpx.Client(base_url=server.url, headers=headers, timeout=120) as client:
+        native = client.post("/v1/search", json={"q": QUERY, "k": K})
+        documents = client.post("/v3/search", json={"q": QUERY, "limit": LIMIT})
+    assert native.status_code == 200, native.text
+    assert documents.status_code == 200, documents.text
+    return ranked_wire(native.json()["results"]), grouped(documents.json())
+
+
+def test_every_door_ranks_alike_and_follows_the_stored_config(
+    store: tuple[Path, Retriever],
+) -> None:
+    path, retriever = store
+    default_hits = ranked(retriever.search(QUERY, k=K))
+    default_docs = grouped_local(retriever.search_documents(QUERY, limit=LIMIT))
+    tuned_hits = ranked(retriever.search(QUERY, k=K, **TUNED))
+    tuned_docs = grouped_local(retriever.search_documents(QUERY, limit=LIMIT, **TUNED))
+    # The config must show in both kinds of answer, or this test could not fail.
+    assert tuned_hits != default_hits
+    assert tuned_docs != default_docs
+
+    retriever.set_search_config(TUNED)
+    assert retriever.search_config == TUNED
+
+    chunk_doors: dict[str, Ranked] = {
+        "Retriever.search (keywords)": ranked(retriever.search(QUERY, k=K)),
+        "Retriever.search (SearchOptions)": ranked(retriever.search(QUERY, SearchOptions(k=K))),
+        "remy search --json": ranked_wire(cli(path, "--k", str(K), "--json")),
+        "LangChain": [
+            (d.id or "", round(d.metadata["score"], 6))
+            for d in LangChainRetriever(retriever, k=K).invoke(QUERY)
+        ],
+        "LlamaIndex": [
+            (n.node.node_id, round(float(n.score or 0.0), 6))
+            for n in LlamaIndexRetriever(retriever, similarity_top_k=K).retrieve(QUERY)
+        ],
+    }
+    document_doors: dict[str, Any] = {
+        "Retriever.search_documents": grouped_local(retriever.search_documents(QUERY, limit=LIMIT)),
+        "remy search --documents --json": grouped(
+            cli(path, "--documents", "--k", str(LIMIT), "--json")
+        ),
+    }
+    mcp_hits, mcp_docs = mcp_calls(path)
+    chunk_doors["MCP search"] = ranked_wire(mcp_hits["hits"])
+    document_doors["MCP search_documents"] = grouped(mcp_docs)
+
+    server = RemyServer(path.parent / "serve-db", store=["--db", str(path)]).start()
+    try:
+        chunk_doors["HTTP /v1/search"], document_doors["HTTP /v3/search"] = http_search(server)
+
+        assert {door: tuned_hits for door in chunk_doors} == chunk_doors
+        assert {door: tuned_docs for door in document_doors} == document_doors
+
+        # Another process clears the config while the server runs; its next answers
+        # follow.
+        clear = (
+            "import sys; from remy_retriever import Retriever; "
+            "Retriever(sys.argv[1], collection='docs').set_search_config({})"
+        )
+        subprocess.run([sys.executable, "-c", clear, str(path)], env=ENV, check=True, timeout=300)
+        assert http_search(server) == (default_hits, default_docs)
+    finally:
+        server.stop()
+    assert not server.tracebacks(), server.log()
+    assert ranked(retriever.search(QUERY, k=K)) == default_hits
