@@ -148,9 +148,9 @@ class CrossEncoderReranker:
         with _LOADED_LOCK:
             loaded = _LOADED.get(key)
             if loaded is None:
-                _log.info("loading reranker model %s", path)
                 loaded = _Loaded(self._construct(path), threading.Lock())
                 _LOADED[key] = loaded
+                _log.info("loaded reranker model %s", path)
         return loaded
 
     def _construct(self, path: str) -> Any:
@@ -168,7 +168,7 @@ class CrossEncoderReranker:
                 local_files_only=True,
             )
         except Exception as exc:
-            reason = " ".join(str(exc).split())[:300]
+            reason = " ".join(str(exc).split())[:300].rstrip(" .")
             named = self.model_name if path == self.model_name else f"{self.model_name} ({path})"
             problem = f"cannot load the reranker model {named!r}: {reason}"
             raise RerankerUnavailableError(problem) from exc

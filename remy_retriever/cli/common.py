@@ -285,7 +285,7 @@ def startup_reranker(args: argparse.Namespace) -> CrossEncoderReranker | None:
     if it is in the Hugging Face cache, and fails naming the fix if not). Loaded now, so
     a server never starts without the reranker it was given: one that cannot be loaded
     raises :class:`~remy_retriever.errors.RerankerUnavailableError` naming it and the fix.
-    Each load is logged on stderr (``remy: loading reranker model PATH``)."""
+    Each load is logged on stderr (``remy: loaded reranker model PATH``)."""
     flag = getattr(args, "reranker", None)
     given = flag if flag is not None else os.environ.get(RERANK_ENV) or None
     show_model_loads()
