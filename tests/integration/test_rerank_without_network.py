@@ -162,9 +162,9 @@ def test_a_reranker_that_cannot_be_loaded_stops_remy_mcp(
         (path / "config.json").write_text("{}")
     db = tmp_path / "db"
     before = unreachable_hub.listener.accepted
+    argv = ["mcp", "--db", str(db), "--reranker", str(path)]
     done = subprocess.run(
-        [sys.executable, "-m", "remy_retriever.cli", "mcp", "--db", str(db)]
-        + ["--reranker", str(path)],
+        [sys.executable, "-m", "remy_retriever.cli", *argv],
         env=unreachable_hub.env,
         stdin=subprocess.DEVNULL,
         capture_output=True,

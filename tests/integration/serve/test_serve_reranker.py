@@ -76,9 +76,9 @@ def test_a_reranker_that_cannot_be_loaded_stops_remy_serve(tmp_path: Path, given
     env = {**os.environ, "ANONYMIZED_TELEMETRY": "False", "REMY_RERANK_MODEL": str(bad)}
     flags = ["--reranker", str(bad)] if given == "flag" else []
     db = tmp_path / "db"
+    argv = ["serve", "--db", str(db), "--port", str(free_port()), *flags]
     done = subprocess.run(
-        [sys.executable, "-m", "remy_retriever.cli", "serve", "--db", str(db)]
-        + ["--port", str(free_port()), *flags],
+        [sys.executable, "-m", "remy_retriever.cli", *argv],
         env=env,
         stdin=subprocess.DEVNULL,
         capture_output=True,
