@@ -16,6 +16,7 @@ __all__ = [
     "InvalidQueryError",
     "ModelLoadError",
     "RemyError",
+    "RerankerUnavailableError",
     "ServerUnavailableError",
     "StoreError",
 ]
@@ -47,6 +48,28 @@ class CollectionNotFoundError(RemyError, LookupError):
 
 class ModelLoadError(RemyError):
     """An embedding or reranking model could not be loaded."""
+
+
+#: How to give the Python API a cross-encoder (the other doors name their own flag).
+RERANKER_FIX = (
+    "pass the directory of a local cross-encoder: Retriever(reranker=PATH), or rerank=PATH "
+    "in the search"
+)
+
+
+class RerankerUnavailableError(ModelLoadError):
+    """No cross-encoder to rerank with could be loaded on this machine (remy never
+    downloads one). ``problem`` says what is missing; ``fix`` how to give one, in the
+    words of the entry point used: :meth:`for_door` restates it for a flag or variable."""
+
+    def __init__(self, problem: str, fix: str = RERANKER_FIX) -> None:
+        super().__init__(f"{problem}; {fix}")
+        self.problem = problem
+        self.fix = fix
+
+    def for_door(self, fix: str) -> RerankerUnavailableError:
+        """The same problem, with ``fix`` in place of the Python API's."""
+        return RerankerUnavailableError(self.problem, fix)
 
 
 class ServerUnavailableError(RemyError, ConnectionError):

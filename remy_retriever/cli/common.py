@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import re
-from pathlib import Path
+import sys
 from typing import Any, TextIO
 
 import chromadb
@@ -17,10 +18,11 @@ from ..errors import (
     CollectionNotFoundError,
     InvalidFilterError,
     InvalidInputError,
+    RerankerUnavailableError,
     ServerUnavailableError,
     StoreError,
 )
-from ..rerankers import DEFAULT_RERANKER
+from ..rerankers import DEFAULT_RERANKER, CrossEncoderReranker, Reranker, local_model
 from ..retriever import Retriever
 from ..stores.chroma import open_client
 from ..stores.documents import TABLE_SUFFIX
@@ -32,6 +34,7 @@ __all__ = [
     "TerminalWriter",
     "add_embedder_flag",
     "add_rerank_flags",
+    "add_reranker_flag",
     "add_store_flags",
     "clip",
     "json_object",
@@ -41,6 +44,8 @@ __all__ = [
     "print_json",
     "require_collection",
     "rerank_model",
+    "show_model_loads",
+    "startup_reranker",
     "store_client",
     "terminal_safe",
 ]
@@ -63,8 +68,11 @@ BACKEND_HELP = (
     "a new one: onnx-int8 when remy-retriever[onnx] is installed, else torch)"
 )
 
-#: The environment variable naming the cross-encoder for ``--rerank``.
+#: The environment variable naming the cross-encoder for ``--rerank`` (and the one
+#: ``remy serve`` and ``remy mcp`` load at start-up when ``--reranker`` is not given).
 RERANK_ENV = "REMY_RERANK_MODEL"
+#: How to give ``remy search``, ``remy eval`` and ``remy memory search`` a cross-encoder.
+RERANK_FIX = f"pass --rerank-model PATH (a local cross-encoder directory) or set {RERANK_ENV}=PATH"
 
 #: What a terminal could act on: C0 controls but tab and newline, DEL, C1 controls (ESC,
 #: CSI and OSC sequences start here), bidirectional overrides and isolates (they reorder
@@ -184,7 +192,11 @@ def require_collection(db: str | None, collection: str, client: Any = None) -> N
 
 
 def open_retriever(
-    args: argparse.Namespace, *, collection: str | None = None, create: bool = False
+    args: argparse.Namespace,
+    *,
+    collection: str | None = None,
+    create: bool = False,
+    reranker: Reranker | None = None,
 ) -> Retriever:
     """The store's (``--db`` or ``--server``, with ``--lexical-path``) ``collection``
     (default ``--collection``) with ``--embedder``. Unless ``create`` (``remy ingest``),
@@ -202,6 +214,7 @@ def open_retriever(
         embedder=getattr(args, "embedder", None),
         embedder_backend=getattr(args, "embedder_backend", None),
         lexical_path=getattr(args, "lexical_path", None),
+        reranker=reranker,
     )
 
 
@@ -231,58 +244,77 @@ def rerank_model(args: argparse.Namespace) -> str | None:
     """The cross-encoder the rerank flags ask for, as a local directory (``None``: no
     reranking). ``--rerank MODEL``, else ``--rerank-model``, else ``$REMY_RERANK_MODEL``,
     else the default model if it is in the Hugging Face cache. The CLI never downloads a
-    model: when none is on this machine it raises :class:`InvalidInputError` at once,
-    before a store is opened or torch is imported."""
+    model: when none is on this machine it raises
+    :class:`~remy_retriever.errors.RerankerUnavailableError` at once (the engine's rule,
+    :func:`~remy_retriever.rerankers.local_model`, with the CLI's fix), before a store is
+    opened or torch is imported."""
     flag = getattr(args, "rerank", None)
     chosen = getattr(args, "rerank_model", None)
-    given: str | None
     if isinstance(flag, str):
-        given, source = flag, "--rerank"
+        given = flag
     elif chosen is not None:
-        given, source = chosen, "--rerank-model"
+        given = chosen
     elif flag:
-        given, source = os.environ.get(RERANK_ENV) or None, f"${RERANK_ENV}"
+        given = os.environ.get(RERANK_ENV) or DEFAULT_RERANKER
     else:
         return None
-    if given is None:
-        cached = _cached_model(DEFAULT_RERANKER)
-        if cached is not None:
-            return cached
-        msg = (
-            f"--rerank needs a cross-encoder on this machine: pass --rerank-model PATH "
-            f"(a local model directory) or set {RERANK_ENV}=PATH"
-        )
-        raise InvalidInputError(msg)
-    if Path(given).is_dir():
-        if not (Path(given) / "config.json").is_file():
-            msg = (
-                f"{source} {given!r} is a directory without a model's config.json; pass "
-                "--rerank-model PATH, the directory of a cross-encoder"
-            )
-            raise InvalidInputError(msg)
-        return given
-    cached = _cached_model(given)
-    if cached is not None:
-        return cached
-    msg = (
-        f"{source} {given!r:.200} is neither a local directory nor a model in the Hugging "
-        "Face cache; pass --rerank-model PATH, the directory of a cross-encoder"
-    )
-    raise InvalidInputError(msg)
-
-
-def _cached_model(name: str) -> str | None:
-    """The local directory of hub model ``name`` if it is in the Hugging Face cache (no
-    network access), else ``None``. Loading from that directory makes no hub requests,
-    which is what keeps an offline machine from waiting on retries."""
     try:
-        # lazy: huggingface_hub (with the model extra) is only needed to rerank
-        from huggingface_hub import snapshot_download
+        return local_model(given)
+    except RerankerUnavailableError as exc:
+        raise exc.for_door(RERANK_FIX) from None
 
-        path = snapshot_download(name, local_files_only=True)
-    except Exception:  # not installed, not cached, or not a hub name: not here
+
+def add_reranker_flag(parser: argparse.ArgumentParser) -> None:
+    """Add ``--reranker PATH`` (``remy serve``, ``remy mcp``): the cross-encoder loaded
+    at start-up for ``rerank: true`` (:func:`startup_reranker`)."""
+    parser.add_argument(
+        "--reranker",
+        default=None,
+        metavar="PATH",
+        help=(
+            "local cross-encoder directory (or a model in the Hugging Face cache) that "
+            f"rerank=true uses, loaded at start-up (default: ${RERANK_ENV}; neither: the "
+            f"default {DEFAULT_RERANKER} if it is in the Hugging Face cache). Never downloaded"
+        ),
+    )
+
+
+def startup_reranker(args: argparse.Namespace) -> CrossEncoderReranker | None:
+    """The cross-encoder a server process loads at start-up: ``--reranker``, else
+    ``$REMY_RERANK_MODEL``, else ``None`` (``rerank: true`` then uses the default model
+    if it is in the Hugging Face cache, and fails naming the fix if not). Loaded now, so
+    a server never starts without the reranker it was given: one that cannot be loaded
+    raises :class:`~remy_retriever.errors.RerankerUnavailableError` naming it and the fix.
+    Each load is logged on stderr (``remy: loaded reranker model PATH``)."""
+    flag = getattr(args, "reranker", None)
+    given = flag if flag is not None else os.environ.get(RERANK_ENV) or None
+    show_model_loads()
+    if given is None:
         return None
-    return path if (Path(path) / "config.json").is_file() else None
+    source = "--reranker" if flag is not None else f"${RERANK_ENV}"
+    try:
+        return CrossEncoderReranker.shared(given).load()
+    except RerankerUnavailableError as exc:
+        fix = f"{source} must name a local cross-encoder directory: pass --reranker PATH"
+        raise exc.for_door(fix + f" or set {RERANK_ENV}=PATH") from None
+
+
+class _Stderr(logging.Handler):
+    """Prints records on the ``sys.stderr`` of the moment, as ``remy: MESSAGE``."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        print(f"remy: {record.getMessage()}", file=sys.stderr, flush=True)
+
+
+def show_model_loads() -> None:
+    """Show the ``remy.rerank`` logger's INFO lines (each model load) on stderr, unless
+    a handler of the root logger (``remy mcp``'s) already shows them."""
+    logger = logging.getLogger("remy.rerank")
+    logger.setLevel(logging.INFO)
+    if not logging.getLogger().handlers and not any(
+        isinstance(h, _Stderr) for h in logger.handlers
+    ):
+        logger.addHandler(_Stderr())
 
 
 def parse_json(text: str, flag: str) -> Any:

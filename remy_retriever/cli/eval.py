@@ -12,6 +12,7 @@ from typing import Any
 
 from ..evaluation import BeirDataset, evaluate, load_beir, machine_info
 from ..ingest.writer import show_progress
+from ..rerankers import CrossEncoderReranker
 from ..retriever import Retriever
 from .common import (
     LEXICAL_HELP,
@@ -73,7 +74,9 @@ def eval_store(dataset: BeirDataset, cache: str | None, embedder: str | None) ->
 
 def run(args: argparse.Namespace) -> int:
     """Run ``remy eval``: prints a table of the measures (or the JSON report)."""
-    reranker = rerank_model(args)
+    model = rerank_model(args)
+    # One reranker for every query and mode: its model loads once, its score cache is kept.
+    reranker = None if model is None else CrossEncoderReranker.shared(model)
     dataset = load_beir(args.beir_dir)
     modes = args.mode or ["lexical", "semantic", "hybrid"]
     store = eval_store(dataset, args.cache, args.embedder)

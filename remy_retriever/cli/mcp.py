@@ -21,7 +21,14 @@ from ..loaders import MissingExtraError
 from ..mcp_server.tools import Guards, RemyTools
 from ..memory import MemoryStore
 from ..memory.checks import check_tag
-from .common import add_store_flags, open_retriever, require_collection, store_client
+from .common import (
+    add_reranker_flag,
+    add_store_flags,
+    open_retriever,
+    require_collection,
+    startup_reranker,
+    store_client,
+)
 
 __all__ = ["add_parser", "run"]
 
@@ -58,6 +65,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         metavar="DIR",
         help="a folder add_documents may read (repeatable); without one, no add_documents",
     )
+    add_reranker_flag(parser)
     parser.set_defaults(run=run)
 
 
@@ -78,6 +86,7 @@ def run(args: argparse.Namespace) -> int:
         raise MissingExtraError(msg) from exc
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="remy mcp: %(message)s")
     logging.getLogger("remy.mcp").setLevel(logging.INFO)
+    reranker = startup_reranker(args)  # before any store is opened or created
     if args.transport == "streamable-http" and args.host not in _LOOPBACK:
         print(
             f"remy mcp: warning: serving on {args.host}, beyond this machine, without "
@@ -85,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     with contextlib.redirect_stdout(sys.stderr):  # stdout is the protocol's (stdio)
-        documents = open_retriever(args, create=not args.read_only)
+        documents = open_retriever(args, create=not args.read_only, reranker=reranker)
         memories = _memories(args, documents)
     try:
         tools = RemyTools(documents, memories, guards=guards)
@@ -124,4 +133,5 @@ def _memories(args: argparse.Namespace, documents: Any) -> MemoryStore | None:
         retriever=documents,
         embedder=args.embedder,
         embedder_backend=args.embedder_backend,
+        reranker=documents.reranker,
     )

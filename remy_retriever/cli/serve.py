@@ -3,7 +3,8 @@
 Needs the ``server`` extra (FastAPI, uvicorn, python-multipart), imported only when the
 command runs. Without an API key (``--api-key``, or ``REMY_API_KEYS``: keys separated by
 spaces) the server answers anyone who can reach it, so it then listens on loopback only
-and refuses another ``--host``.
+and refuses another ``--host``. ``--reranker PATH`` (else ``REMY_RERANK_MODEL``) is
+loaded at start-up; one that cannot be loaded stops the server before it listens.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import ipaddress
 import os
 
 from ..errors import InvalidInputError
-from .common import add_store_flags, store_client
+from .common import add_reranker_flag, add_store_flags, startup_reranker, store_client
 
 __all__ = ["add_parser", "check_host", "run"]
 
@@ -36,9 +37,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         metavar="KEY[:TAG,...]",
         help="accept this bearer key (repeatable); KEY:alice,bob binds it to those tags",
     )
-    parser.add_argument(
-        "--reranker", default=None, metavar="MODEL", help="cross-encoder for rerank=true"
-    )
+    add_reranker_flag(parser)
     parser.add_argument(
         "--max-body-bytes", type=int, default=None, help="largest request body (16 MiB)"
     )
@@ -97,6 +96,7 @@ def run(args: argparse.Namespace) -> int:
     if limit < 1024:
         msg = f"--max-body-bytes must be at least 1024, got {limit}"
         raise InvalidInputError(msg)
+    reranker = startup_reranker(args)
     path, client = store_client(args)
     retriever = Retriever(
         path,
@@ -105,13 +105,13 @@ def run(args: argparse.Namespace) -> int:
         embedder=args.embedder,
         embedder_backend=args.embedder_backend,
         lexical_path=args.lexical_path,
-        reranker=args.reranker,
+        reranker=reranker,
     )
     memories = MemoryStore(
         path if client is None else client,
         collection=args.memory_collection,
         retriever=retriever,
-        reranker=args.reranker,
+        reranker=reranker,
     )
     app = create_app(Service(retriever, memories), keys, max_body_bytes=limit)
     where = f"http://{host}:{args.port}"

@@ -32,13 +32,19 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 
 from .. import __version__
-from ..errors import RemyError
+from ..errors import RemyError, RerankerUnavailableError
 from .formatting import DOCUMENT_URI_TEMPLATE, document_id_from_uri, document_uri
 from .tools import RemyTools, ToolResult, ToolSpec
 
 __all__ = ["build_server", "serve"]
 
 logger = logging.getLogger("remy.mcp")
+
+#: How to give ``remy mcp`` the cross-encoder that ``rerank: true`` needs.
+RERANKER_FIX = (
+    "start remy mcp with --reranker PATH (a local cross-encoder directory) or set "
+    "REMY_RERANK_MODEL=PATH"
+)
 
 #: JSON-RPC error code for a resource that does not exist (MCP specification).
 RESOURCE_NOT_FOUND = -32002
@@ -71,6 +77,9 @@ def build_server(tools: RemyTools) -> Server[Any]:
     ) -> types.CallToolResult:
         try:
             result = await in_worker(lambda: tools.call(params.name, params.arguments))
+        except RerankerUnavailableError as exc:  # rerank=true, no reranker on this machine
+            logger.info("tool %r refused: %s", params.name, exc)
+            return _error(str(exc.for_door(RERANKER_FIX)))
         except RemyError as exc:
             logger.info("tool %r refused: %s", params.name, exc)
             return _error(str(exc))

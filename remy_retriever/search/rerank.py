@@ -26,7 +26,7 @@ from typing import Generic, TypeVar
 from ..errors import InvalidInputError, RemyError
 from ..hits import SearchHit
 from ..reprs import short_repr
-from ..rerankers import Reranker
+from ..rerankers import CrossEncoderReranker, Reranker
 
 __all__ = ["Reranked", "rerank", "rerank_hits"]
 
@@ -123,7 +123,10 @@ def _as_score(value: object) -> float | None:
 def rerank_hits(query: str, hits: Sequence[SearchHit], reranker: Reranker) -> list[SearchHit]:
     """:func:`rerank` for search hits: ``score`` becomes the reranker's, the old position
     and score move to ``retrieval_rank`` / ``retrieval_score``, and ``explain`` (when
-    present) records the rerank score."""
+    present) records the rerank score. A cross-encoder that cannot be loaded raises
+    :class:`~remy_retriever.errors.RerankerUnavailableError` even when there are no hits."""
+    if isinstance(reranker, CrossEncoderReranker):
+        reranker.load()  # once per process; a missing model fails every search alike
     out = []
     for r in rerank(query, hits, reranker, text=lambda h: h.text, score=lambda h: h.score):
         hit = r.item

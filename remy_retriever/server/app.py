@@ -26,7 +26,13 @@ from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..documents import Document
-from ..errors import IndexLockedError, InvalidInputError, ModelLoadError, RemyError
+from ..errors import (
+    IndexLockedError,
+    InvalidInputError,
+    ModelLoadError,
+    RemyError,
+    RerankerUnavailableError,
+)
 from ..loaders import MissingExtraError, loader_for
 from ..memory import MemoryNotFoundError
 from ..reprs import short_repr
@@ -41,6 +47,12 @@ __all__ = ["DEFAULT_MAX_BODY_BYTES", "create_app"]
 #: Largest request body (JSON or upload) by default: 16 MiB.
 DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024
 _log = logging.getLogger("remy.serve")
+
+#: How to give ``remy serve`` the cross-encoder that ``rerank: true`` needs.
+RERANKER_FIX = (
+    "start remy serve with --reranker PATH (a local cross-encoder directory) or set "
+    "REMY_RERANK_MODEL=PATH"
+)
 _ERRORS: dict[int | str, dict[str, Any]] = {
     code: {"model": wire.ErrorResponse, "description": text}
     for code, text in (
@@ -313,7 +325,9 @@ def _install_errors(app: FastAPI) -> None:
             return _error(404, str(exc))
         if isinstance(exc, InvalidInputError):
             return _error(400, str(exc))
-        if isinstance(exc, ModelLoadError):  # e.g. rerank=true with no reranker installed
+        if isinstance(exc, RerankerUnavailableError):  # rerank=true, no reranker here
+            return _error(400, f"this server cannot rerank: {exc.for_door(RERANKER_FIX)}")
+        if isinstance(exc, ModelLoadError):
             return _error(400, f"this server cannot do that: {exc}")
         if isinstance(exc, IndexLockedError):
             return _error(503, f"the store is busy: {exc}")

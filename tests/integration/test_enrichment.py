@@ -88,7 +88,7 @@ def test_no_rerank_omits_retrieval_fields(retriever: Retriever) -> None:
 
 
 def test_missing_reranker_model(retriever: Retriever) -> None:
-    with pytest.raises(ModelLoadError, match="no-such/reranker.*local directory.*HF_HUB_OFFLINE"):
+    with pytest.raises(ModelLoadError, match="no-such/reranker.*local directory.*reranker=PATH"):
         retriever.search("install", rerank="no-such/reranker")
     with pytest.raises(InvalidInputError, match="rerank must be"):
         retriever.search("install", rerank=3.5)  # type: ignore[arg-type]
