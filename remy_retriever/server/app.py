@@ -7,7 +7,8 @@ error is JSON, ``{"error": ..., "details": ...}``: 400 for a bad request (``deta
 lists the fields at fault), 401 without a valid key, 403 for a container tag the key may
 not use, 404 for what does not exist (or is in another container), 413 for a body over
 the limit, 503 when the store is busy; a model the request needs but the server cannot
-load (``rerank`` without a reranker) is a 400; a bug answers 500 with a generic message, and the traceback goes to the server's log only.
+load (``rerank`` without a reranker) is a 400; a bug answers 500 with a generic message,
+and the traceback goes to the server's log only.
 """
 
 from __future__ import annotations
