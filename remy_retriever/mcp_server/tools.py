@@ -188,8 +188,15 @@ class RemyTools:
         self.documents = documents
         self.memories = memories
         self.guards = guards
-        linked = memories is not None and memories.retriever is documents
-        self._linked = LinkedDocuments(memories) if linked and memories is not None else None
+        # The memory rule for add_documents: with memories linked to these documents
+        # that scope them by the container-tag key (what `remy mcp` opens).
+        self._linked = (
+            LinkedDocuments(memories)
+            if memories is not None
+            and memories.retriever is documents
+            and memories.document_container_key == CONTAINER_TAG_KEY
+            else None
+        )
         self._run: dict[str, Callable[[Any], ToolResult]] = {
             "search": self._search,
             "search_documents": self._search_documents,

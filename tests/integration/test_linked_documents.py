@@ -202,3 +202,21 @@ def test_memory_value_scans_keep_to_the_containers(linked: LinkedDocuments) -> N
         "Metal",
         "Metal2",
     ]
+
+
+def test_mcp_add_documents_on_a_pinned_server_follows_the_same_memory_rule(
+    linked: LinkedDocuments, tmp_path: Path
+) -> None:
+    from remy_retriever.mcp_server.tools import Guards, RemyTools
+
+    folder = tmp_path / "allowed"
+    folder.mkdir()
+    (folder / "bike.md").write_text("Alice's bike is green.", encoding="utf-8")
+    guards = Guards(container_tag="alice", allowed_roots=(str(folder.resolve()),))
+    tools = RemyTools(linked.retriever, linked.memories, guards=guards)
+    tools.call("add_documents", {"path": "bike.md"})
+    assert _live(linked, "bike.md") == ["Alice's bike is green."]
+    found = tools.call("search_memories", {"query": "what colour is the bike"})
+    assert [r["memory"] for r in found.structured["results"]] == ["Alice's bike is green."]
+    forgot = tools.call("forget_memory", {"content": "Alice's bike is green."})
+    assert forgot.structured["memory"]["forgotten"] is True
