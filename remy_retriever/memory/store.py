@@ -423,8 +423,8 @@ class MemoryStore:
         where_text = "" if tag is None else f" in container {tag!r}"
         if not same:
             msg = (
-                f"no memory{where_text} has exactly the content {short_repr(content)}; find "
-                "it with a memory search and name it by id"
+                f"no memory{where_text} has exactly the content given; find it with a "
+                "memory search and name it by id"
             )
             raise MemoryNotFoundError(msg)
         if len(same) > 1:
