@@ -13,6 +13,7 @@ from .records import CHUNK_SEPARATOR, RESERVED_PREFIX, chunk_id
 from .reprs import short_repr
 
 __all__ = [
+    "CONTAINER_TAG_KEY",
     "MAX_METADATA_BYTES",
     "MAX_METADATA_KEYS",
     "MAX_METADATA_KEY_CHARS",
@@ -27,6 +28,11 @@ __all__ = [
 ]
 
 MetadataValue = Union[str, int, float, bool]
+
+#: The document metadata key holding a document's container tag (one user, project...):
+#: what ``remy serve``, ``remy mcp`` and :class:`~remy_retriever.memory.MemoryStore` scope
+#: documents by.
+CONTAINER_TAG_KEY = "container_tag"
 
 _MAX_ID_LEN = 512
 

@@ -36,9 +36,12 @@ __all__ = [
     "Compare",
     "Filter",
     "Or",
+    "and_where",
+    "document_where",
     "matches",
     "parse_where",
     "require_utf8",
+    "scope_where",
     "to_chroma",
 ]
 
@@ -299,6 +302,32 @@ def _combine(kind: type[And] | type[Or], items: list[Filter]) -> Filter:
 
 def _short(value: object) -> str:
     return short_repr(value)
+
+
+def and_where(*clauses: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The ``where`` that holds when every clause holds: ``None`` and empty clauses are
+    left out, one clause is returned as it is, several become one ``$and``. How a door
+    narrows a request's own ``where`` to the caller's scope (no clause can widen another)."""
+    kept = [dict(c) for c in clauses if c]
+    if not kept:
+        return None
+    return kept[0] if len(kept) == 1 else {"$and": kept}
+
+
+def document_where(document_id: str) -> dict[str, Any]:
+    """The clause keeping the chunks of one document."""
+    return {DOCUMENT_ID_KEY: document_id}
+
+
+def scope_where(tags: Iterable[str] | None, *, key: str) -> dict[str, Any] | None:
+    """The clause keeping what is stored under one of ``tags`` in metadata ``key``
+    (``None``: no restriction). No tags at all matches nothing."""
+    if tags is None:
+        return None
+    names = list(dict.fromkeys(tags))
+    if not names:
+        return {"$and": [{key: {"$eq": ""}}, {key: {"$ne": ""}}]}
+    return {key: names[0]} if len(names) == 1 else {key: {"$in": names}}
 
 
 def to_chroma(node: Filter | None) -> dict[str, Any] | None:

@@ -11,7 +11,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["BranchExplain", "Citation", "Match", "SearchExplain", "SearchHit", "pages_label"]
+__all__ = [
+    "BranchExplain",
+    "Citation",
+    "Match",
+    "SearchExplain",
+    "SearchHit",
+    "pages_label",
+    "passage_text",
+]
 
 
 def pages_label(page: int | None, page_end: int | None = None) -> str | None:
@@ -21,6 +29,15 @@ def pages_label(page: int | None, page_end: int | None = None) -> str | None:
     if page_end is not None and page_end != page:
         return f"pp. {page}-{page_end}"
     return f"p. {page}"
+
+
+def passage_text(text: str, heading_path: tuple[str, ...] | list[str]) -> str:
+    """A chunk's ``text`` without the heading-path line remy prefixes to it (what a
+    prompt shows under :meth:`Citation.label`)."""
+    prefix = " > ".join(str(h) for h in heading_path) + "\n\n"
+    if heading_path and text.startswith(prefix):
+        return text[len(prefix) :]
+    return text
 
 
 @dataclass(frozen=True)
@@ -56,11 +73,21 @@ class Citation:
         return pages_label(self.page, self.page_end)
 
     def label(self) -> str:
-        """The citation in one line, for people and prompts: the source, the pages when
-        known, then the heading path, e.g. ``"guide.pdf, p. 3 > Install > Linux"``."""
-        pages = self.pages_label
-        head = self.source if pages is None else f"{self.source}, {pages}"
-        return " > ".join((head, *self.heading_path))
+        """The citation in one line, as every door renders it (the CLI, the MCP
+        ``search`` tool, the LangChain tool): the title, then the heading path (a heading
+        that repeats the part before it is left out), then in brackets the source and
+        the pages when known, e.g. ``"Guide > Install > Linux (docs/guide.pdf, p. 3)"``.
+        Without a title or headings the document id stands in."""
+        parts: list[str] = [self.title] if self.title else []
+        for heading in self.heading_path:
+            if not parts or heading != parts[-1]:
+                parts.append(heading)
+        if not parts:
+            parts.append(self.document_id)
+        where = [self.source]
+        if self.pages_label:
+            where.append(self.pages_label)
+        return f"{' > '.join(parts)} ({', '.join(where)})"
 
     def to_dict(self) -> dict[str, Any]:
         return {

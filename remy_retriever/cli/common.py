@@ -4,12 +4,13 @@ it, JSON flag values, output helpers and the escaping of human-readable output."
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import json
 import logging
 import os
 import re
 import sys
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 import chromadb
 
@@ -27,20 +28,30 @@ from ..retriever import Retriever
 from ..stores.chroma import open_client
 from ..stores.documents import TABLE_SUFFIX
 
+if TYPE_CHECKING:
+    from ..memory import MemoryStore
+
 __all__ = [
+    "API_KEYS_ENV",
     "DB_HELP",
     "EMBEDDER_HELP",
     "RERANK_ENV",
     "TerminalWriter",
+    "add_api_key_flag",
     "add_embedder_flag",
     "add_rerank_flags",
     "add_reranker_flag",
     "add_store_flags",
+    "api_key_specs",
+    "check_listener",
+    "check_port",
     "clip",
     "json_object",
+    "open_linked_stores",
     "open_retriever",
     "parse_json",
     "parse_server",
+    "plain_api_keys",
     "print_json",
     "require_collection",
     "rerank_model",
@@ -356,3 +367,113 @@ def print_json(value: Any, *, ascii_only: bool = False) -> None:
 def clip(text: str, n: int) -> str:
     """``text`` cut to at most ``n`` characters, ending in ``...`` if it was cut."""
     return text if len(text) <= n else text[: n - 3] + "..."
+
+
+# -- what `remy serve` and `remy mcp` share: the listener policy, keys, the stores -------
+
+#: The environment variable holding API keys (separated by spaces) for both servers.
+API_KEYS_ENV = "REMY_API_KEYS"
+_API_KEY = re.compile(r"[\x21-\x7e]{16,256}")
+
+
+def add_api_key_flag(parser: argparse.ArgumentParser, *, tags: bool) -> None:
+    """Add ``--api-key`` (repeatable; ``tags``: ``KEY:tag1,tag2`` binds a key to tags)."""
+    parser.add_argument(
+        "--api-key",
+        action="append",
+        default=None,
+        metavar="KEY[:TAG,...]" if tags else "KEY",
+        help="accept this bearer key (repeatable); KEY:alice,bob binds it to those tags"
+        if tags
+        else f"accept this bearer key over HTTP (repeatable; or set {API_KEYS_ENV})",
+    )
+
+
+def api_key_specs(args: argparse.Namespace) -> list[str]:
+    """The keys given by ``--api-key`` and :data:`API_KEYS_ENV`, in that order."""
+    return [*(getattr(args, "api_key", None) or []), *os.environ.get(API_KEYS_ENV, "").split()]
+
+
+def plain_api_keys(specs: list[str]) -> list[str]:
+    """Keys without tag bindings (``remy mcp``: its tag is ``--container-tag``), checked
+    as ``remy serve`` checks its keys: 16-256 printable ASCII characters, no ``:``."""
+    for spec in specs:
+        if ":" in spec:
+            msg = (
+                "remy mcp takes plain API keys (KEY, without :TAGS); pin the server's "
+                "container tag with --container-tag instead"
+            )
+            raise InvalidInputError(msg)
+        if not _API_KEY.fullmatch(spec):
+            msg = (
+                "an API key must be 16-256 printable ASCII characters without spaces or ':' "
+                "(e.g. from `python -c 'import secrets; print(secrets.token_urlsafe(32))'`); "
+                f"got one of {len(spec)} characters"
+            )
+            raise InvalidInputError(msg)
+    return specs
+
+
+def check_listener(host: str, *, keys: bool) -> str:
+    """``host``, if an HTTP server may listen there: any address with API keys, loopback
+    only without (``remy serve`` and ``remy mcp --transport streamable-http`` alike)."""
+    if keys:
+        return host
+    try:
+        loopback = host == "localhost" or ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        loopback = False
+    if not loopback:
+        msg = (
+            f"--host {host} is reachable from other machines, and no API key is set: anyone "
+            f"could read and change the store. Add --api-key KEY (or set {API_KEYS_ENV}), or "
+            "serve on 127.0.0.1"
+        )
+        raise InvalidInputError(msg)
+    return host
+
+
+def check_port(port: int) -> int:
+    """``port`` if it is a TCP port."""
+    if not 0 < port < 65536:
+        msg = f"--port {port} is not a TCP port; pass one between 1 and 65535"
+        raise InvalidInputError(msg)
+    return port
+
+
+def open_linked_stores(
+    args: argparse.Namespace, *, create: bool, reranker: Any = None
+) -> tuple[Retriever, MemoryStore | None]:
+    """The document collection (the store flags) and the :class:`MemoryStore` of
+    ``--memory-collection`` linked to it, sharing its embedder (or the one the memory
+    collection records), both with ``reranker``. Unless ``create``, nothing is created:
+    a missing document collection raises :class:`CollectionNotFoundError`, and a
+    missing memory collection gives ``None``."""
+    # lazy: the memory package is needed only by the two servers.
+    from ..memory import MemoryStore
+
+    path, client = store_client(args)
+    if not create:
+        require_collection(path, args.collection, client)
+    retriever = Retriever(
+        path,
+        client=client,
+        collection=args.collection,
+        create=create,
+        embedder=getattr(args, "embedder", None),
+        embedder_backend=getattr(args, "embedder_backend", None),
+        lexical_path=getattr(args, "lexical_path", None),
+        reranker=reranker,
+    )
+    if not create:
+        try:
+            require_collection(path, args.memory_collection, client)
+        except CollectionNotFoundError:
+            return retriever, None
+    memories = MemoryStore(
+        path if client is None else client,
+        collection=args.memory_collection,
+        retriever=retriever,
+        reranker=reranker,
+    )
+    return retriever, memories

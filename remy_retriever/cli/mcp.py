@@ -1,6 +1,11 @@
 """``remy mcp``: serve the collection's search and memories to any agent over the Model
 Context Protocol (stdio by default; ``--transport streamable-http`` for HTTP).
 
+Over HTTP the policy is ``remy serve``'s: without an API key (``--api-key``, or
+``REMY_API_KEYS``: keys separated by spaces) the server listens on loopback only and
+refuses another ``--host``; with keys, every request must send ``Authorization: Bearer
+KEY``.
+
 The tools, their guards and the resources are described in
 :mod:`remy_retriever.mcp_server`. This command checks the flags, opens the stores (a
 read-only server creates nothing), then hands over to :func:`.mcp_server.server.serve`,
@@ -14,25 +19,24 @@ import contextlib
 import logging
 import os
 import sys
-from typing import Any
 
-from ..errors import CollectionNotFoundError, InvalidInputError
+from ..errors import InvalidInputError
 from ..loaders import MissingExtraError
 from ..mcp_server.tools import Guards, RemyTools
-from ..memory import MemoryStore
 from ..memory.checks import check_tag
 from .common import (
+    add_api_key_flag,
     add_reranker_flag,
     add_store_flags,
-    open_retriever,
-    require_collection,
+    api_key_specs,
+    check_listener,
+    check_port,
+    open_linked_stores,
+    plain_api_keys,
     startup_reranker,
-    store_client,
 )
 
 __all__ = ["add_parser", "run"]
-
-_LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -49,6 +53,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     )
     parser.add_argument("--host", default="127.0.0.1", help="streamable-http: address to bind")
     parser.add_argument("--port", type=int, default=8000, help="streamable-http: port")
+    add_api_key_flag(parser, tags=False)
     parser.add_argument(
         "--read-only", action="store_true", help="offer only the search tools; create nothing"
     )
@@ -72,8 +77,12 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
 def run(args: argparse.Namespace) -> int:
     """Serve until the client disconnects (stdio) or the process is stopped (HTTP)."""
     guards = _guards(args)
-    if not 0 < args.port < 65536:
-        msg = f"--port {args.port} is not a TCP port; pass one between 1 and 65535"
+    check_port(args.port)
+    keys = plain_api_keys(api_key_specs(args))
+    if args.transport == "streamable-http":
+        check_listener(args.host, keys=bool(keys))
+    elif args.api_key:
+        msg = "--api-key applies to --transport streamable-http; over stdio the client is local"
         raise InvalidInputError(msg)
     try:
         # lazy: the mcp SDK is an optional extra (remy-retriever[mcp])
@@ -87,18 +96,11 @@ def run(args: argparse.Namespace) -> int:
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="remy mcp: %(message)s")
     logging.getLogger("remy.mcp").setLevel(logging.INFO)
     reranker = startup_reranker(args)  # before any store is opened or created
-    if args.transport == "streamable-http" and args.host not in _LOOPBACK:
-        print(
-            f"remy mcp: warning: serving on {args.host}, beyond this machine, without "
-            "authentication; anyone who can reach it can use every tool",
-            file=sys.stderr,
-        )
     with contextlib.redirect_stdout(sys.stderr):  # stdout is the protocol's (stdio)
-        documents = open_retriever(args, create=not args.read_only, reranker=reranker)
-        memories = _memories(args, documents)
+        documents, memories = open_linked_stores(args, create=not args.read_only, reranker=reranker)
     try:
         tools = RemyTools(documents, memories, guards=guards)
-        serve(tools, transport=args.transport, host=args.host, port=args.port)
+        serve(tools, transport=args.transport, host=args.host, port=args.port, api_keys=keys)
     finally:
         if memories is not None:
             memories.close()
@@ -116,22 +118,3 @@ def _guards(args: argparse.Namespace) -> Guards:
             raise InvalidInputError(msg)
         roots.append(real)
     return Guards(read_only=args.read_only, container_tag=tag, allowed_roots=tuple(roots))
-
-
-def _memories(args: argparse.Namespace, documents: Any) -> MemoryStore | None:
-    """The memory store linked to ``documents``; ``None`` for a read-only server when the
-    store has no memory collection (it would have to be created)."""
-    path, client = store_client(args)
-    if args.read_only:
-        try:
-            require_collection(path, args.memory_collection, client)
-        except CollectionNotFoundError:
-            return None
-    return MemoryStore(
-        path if client is None else client,
-        collection=args.memory_collection,
-        retriever=documents,
-        embedder=args.embedder,
-        embedder_backend=args.embedder_backend,
-        reranker=documents.reranker,
-    )

@@ -10,11 +10,18 @@ loaded at start-up; one that cannot be loaded stops the server before it listens
 from __future__ import annotations
 
 import argparse
-import ipaddress
-import os
 
 from ..errors import InvalidInputError
-from .common import add_reranker_flag, add_store_flags, startup_reranker, store_client
+from .common import (
+    add_api_key_flag,
+    add_reranker_flag,
+    add_store_flags,
+    api_key_specs,
+    check_listener,
+    check_port,
+    open_linked_stores,
+    startup_reranker,
+)
 
 __all__ = ["add_parser", "check_host", "run"]
 
@@ -30,13 +37,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     )
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on")
     parser.add_argument("--port", type=int, default=8000, help="port (default 8000)")
-    parser.add_argument(
-        "--api-key",
-        action="append",
-        default=None,
-        metavar="KEY[:TAG,...]",
-        help="accept this bearer key (repeatable); KEY:alice,bob binds it to those tags",
-    )
+    add_api_key_flag(parser, tags=True)
     add_reranker_flag(parser)
     parser.add_argument(
         "--max-body-bytes", type=int, default=None, help="largest request body (16 MiB)"
@@ -51,21 +52,9 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
 
 
 def check_host(host: str, *, keys: bool) -> str:
-    """``host``, if it may be served: any address with API keys, loopback without."""
-    if keys:
-        return host
-    try:
-        loopback = host == "localhost" or ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        loopback = False
-    if not loopback:
-        msg = (
-            f"--host {host} is reachable from other machines, and no API key is set: anyone "
-            "could read and change the store. Add --api-key KEY (or set REMY_API_KEYS), or "
-            "serve on 127.0.0.1"
-        )
-        raise InvalidInputError(msg)
-    return host
+    """``host``, if it may be served: any address with API keys, loopback without (the
+    one policy of both servers, :func:`.common.check_listener`)."""
+    return check_listener(host, keys=keys)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -82,37 +71,17 @@ def run(args: argparse.Namespace) -> int:
             "pip install 'remy-retriever[server]'"
         )
         raise InvalidInputError(msg) from None
-    # lazy: the engine and the memory store load the embedding model.
-    from ..memory import MemoryStore
-    from ..retriever import Retriever
-
-    specs = [*(args.api_key or []), *os.environ.get("REMY_API_KEYS", "").split()]
+    specs = api_key_specs(args)
     keys = KeyRing(parse_api_key(s) for s in specs)
-    host = check_host(args.host, keys=keys.required)
-    if not 0 < args.port < 65536:
-        msg = f"--port must be 1-65535, got {args.port}"
-        raise InvalidInputError(msg)
+    host = check_listener(args.host, keys=keys.required)
+    check_port(args.port)
     limit = DEFAULT_MAX_BODY_BYTES if args.max_body_bytes is None else args.max_body_bytes
     if limit < 1024:
         msg = f"--max-body-bytes must be at least 1024, got {limit}"
         raise InvalidInputError(msg)
-    reranker = startup_reranker(args)
-    path, client = store_client(args)
-    retriever = Retriever(
-        path,
-        client=client,
-        collection=args.collection,
-        embedder=args.embedder,
-        embedder_backend=args.embedder_backend,
-        lexical_path=args.lexical_path,
-        reranker=reranker,
-    )
-    memories = MemoryStore(
-        path if client is None else client,
-        collection=args.memory_collection,
-        retriever=retriever,
-        reranker=reranker,
-    )
+    reranker = startup_reranker(args)  # before any store is opened or created
+    retriever, memories = open_linked_stores(args, create=True, reranker=reranker)
+    assert memories is not None  # created
     app = create_app(Service(retriever, memories), keys, max_body_bytes=limit)
     where = f"http://{host}:{args.port}"
     auth = f"{len(specs)} API key(s)" if specs else "no API key (loopback only)"

@@ -6,9 +6,10 @@ the same thing whichever door it comes through::
     [1] Installing Remy > Install on Linux (examples/corpus/install.md)
     On Debian and Ubuntu the command-line tool is packaged...
 
-The label is the title, then the heading path (its first heading is skipped when it
-repeats the title), then in brackets the source (url, else path, else document id) and
-the pages of a paged document (``p. 3``, ``pp. 3-4``). The passage is the hit's text
+The label is :meth:`remy_retriever.Citation.label`, the one citation format of every
+door: the title, then the heading path (its first heading is skipped when it repeats the
+title), then in brackets the source (url, else path, else document id) and the pages of
+a paged document (``p. 3``, ``pp. 3-4``). The passage is the hit's text
 without the heading-path line remy prefixes to every chunk.
 """
 
@@ -18,6 +19,7 @@ from collections.abc import Sequence
 from urllib.parse import quote, unquote
 
 from ..hits import SearchHit, pages_label
+from ..hits import passage_text as _passage_text
 from ..responses import DocumentSearchResponse, MemoryResult, MemorySearchResponse
 
 __all__ = [
@@ -39,27 +41,13 @@ DOCUMENT_URI_TEMPLATE = DOCUMENT_URI_PREFIX + "{id}"
 
 
 def citation_label(hit: SearchHit) -> str:
-    """``"title > heading > ... (source, p. 3)"`` for one hit."""
-    citation = hit.citation
-    parts: list[str] = [citation.title] if citation.title else []
-    for heading in citation.heading_path:
-        if not parts or heading != parts[-1]:
-            parts.append(heading)
-    if not parts:
-        parts.append(citation.document_id)
-    where = [citation.source]
-    if citation.pages_label:
-        where.append(citation.pages_label)
-    return f"{' > '.join(parts)} ({', '.join(where)})"
+    """``"title > heading > ... (source, p. 3)"`` for one hit (:meth:`Citation.label`)."""
+    return hit.citation.label()
 
 
 def passage_text(hit: SearchHit) -> str:
     """The hit's text without the heading-path line remy prefixes to chunk text."""
-    headings = hit.citation.heading_path
-    prefix = " > ".join(headings) + "\n\n"
-    if headings and hit.text.startswith(prefix):
-        return hit.text[len(prefix) :]
-    return hit.text
+    return _passage_text(hit.text, hit.citation.heading_path)
 
 
 def format_hits(hits: Sequence[SearchHit]) -> str:

@@ -13,15 +13,20 @@ with a one-line message: a :class:`~remy_retriever.errors.RemyError` as it is (i
 the value and the fix), anything else as a bug report line; the traceback goes to the
 log (stderr), never to the client.
 
+Over streamable HTTP with API keys, every request must send ``Authorization: Bearer
+KEY`` (:class:`BearerAuth`; keys compared in constant time); without keys ``remy mcp``
+listens on loopback only.
+
 Documents are resources: ``remy://documents/{id}`` (the id percent-encoded) reads as the
 document's text (``text/markdown``) followed by its citation (``application/json``).
 """
 
 from __future__ import annotations
 
+import hmac
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, MutableMapping, Sequence
 from typing import Any, Literal, TypeVar
 
 import anyio
@@ -36,7 +41,7 @@ from ..errors import RemyError, RerankerUnavailableError
 from .formatting import DOCUMENT_URI_TEMPLATE, document_id_from_uri, document_uri
 from .tools import RemyTools, ToolResult, ToolSpec
 
-__all__ = ["build_server", "serve"]
+__all__ = ["BearerAuth", "build_server", "serve"]
 
 logger = logging.getLogger("remy.mcp")
 
@@ -191,14 +196,16 @@ def serve(
     transport: Literal["stdio", "streamable-http"] = "stdio",
     host: str = "127.0.0.1",
     port: int = 8000,
+    api_keys: Sequence[str] = (),
 ) -> None:
     """Serve ``tools`` until the client disconnects (stdio) or the process is stopped
-    (streamable HTTP, at ``http://HOST:PORT/mcp``)."""
+    (streamable HTTP, at ``http://HOST:PORT/mcp``; with ``api_keys``, only to callers
+    sending one of them as a bearer token)."""
     server = build_server(tools)
     if transport == "stdio":
         anyio.run(_serve_stdio, server)
     else:
-        anyio.run(_serve_http, server, host, port)
+        anyio.run(_serve_http, server, host, port, tuple(api_keys))
 
 
 async def _serve_stdio(server: Server[Any]) -> None:
@@ -206,10 +213,74 @@ async def _serve_stdio(server: Server[Any]) -> None:
         await server.run(read_stream, write_stream, server.create_initialization_options())
 
 
-async def _serve_http(server: Server[Any], host: str, port: int) -> None:
+async def _serve_http(server: Server[Any], host: str, port: int, keys: tuple[str, ...]) -> None:
     # lazy: uvicorn comes with the mcp extra and serves only this transport
     import uvicorn
 
-    app = server.streamable_http_app(host=host)
+    app: Any = server.streamable_http_app(host=host)
+    if keys:
+        app = BearerAuth(app, keys)
     config = uvicorn.Config(app, host=host, port=port, log_level="warning")
     await uvicorn.Server(config).serve()
+
+
+_Scope = MutableMapping[str, Any]
+_Message = MutableMapping[str, Any]
+_Receive = Callable[[], Awaitable[_Message]]
+_Send = Callable[[_Message], Awaitable[None]]
+_App = Callable[[_Scope, _Receive, _Send], Awaitable[None]]
+
+
+class BearerAuth:
+    """ASGI middleware: an HTTP request without ``Authorization: Bearer KEY`` for one of
+    ``keys`` gets a 401 (JSON, ``WWW-Authenticate: Bearer``) and never reaches the MCP
+    app. Every key is compared, in constant time, so the time does not tell which one
+    matched. Other scopes (the lifespan) pass through."""
+
+    def __init__(self, app: _App, keys: Sequence[str]) -> None:
+        if not keys:
+            msg = "BearerAuth needs at least one key"
+            raise ValueError(msg)
+        self.app = app
+        self._keys = [k.encode() for k in keys]
+
+    def allows(self, authorization: str | None) -> bool:
+        """Whether an ``Authorization`` header value carries one of the keys."""
+        scheme, _, token = (authorization or "").partition(" ")
+        given = token.strip().encode("utf-8", "replace")
+        found = False
+        for key in self._keys:
+            found |= hmac.compare_digest(key, given)
+        return scheme.lower() == "bearer" and bool(given) and found
+
+    async def __call__(self, scope: _Scope, receive: _Receive, send: _Send) -> None:
+        if scope["type"] == "http":
+            header = None
+            for name, value in scope.get("headers", []):
+                if name == b"authorization":
+                    header = value.decode("latin-1")
+            if not self.allows(header):
+                await _unauthorized(send, header is None)
+                return
+        await self.app(scope, receive, send)
+
+
+async def _unauthorized(send: _Send, missing: bool) -> None:
+    message = (
+        "missing API key: send the header 'Authorization: Bearer <key>'"
+        if missing
+        else "invalid API key"
+    )
+    body = json.dumps({"error": message}).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 401,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                (b"www-authenticate", b"Bearer"),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})

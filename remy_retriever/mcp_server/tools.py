@@ -10,7 +10,10 @@ Guards (:class:`Guards`, from ``remy mcp``'s flags):
   that passes another tag anyway is refused, and memories of other containers can be
   neither updated nor forgotten. Document searches filter on the documents'
   ``container_tag`` metadata (ANDed with the caller's filter, so no filter can widen
-  it), and ``add_documents`` stamps that tag on what it adds.
+  it, and the values a ``filters`` tree is resolved against are read inside it), and
+  ``add_documents`` stamps that tag on what it adds. What it adds follows the engine's
+  memory rule (:class:`remy_retriever.memory.LinkedDocuments`, as over ``remy serve``):
+  a short file in the pinned container is also a memory there, linked to the document.
 - ``allowed_roots``: ``add_documents`` exists only with at least one, and reads only
   paths whose real path (``..`` and links resolved) is inside one
   (:func:`remy_retriever.ingest.files.resolve_inside`); inside a folder, links leaving
@@ -23,15 +26,17 @@ argument and the fix; the server turns it into a tool error result.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from ..documents import CONTAINER_TAG_KEY
 from ..errors import InvalidInputError
+from ..filters import and_where, scope_where
 from ..ingest.files import resolve_inside
-from ..memory import MemoryStore
+from ..memory import LinkedDocuments, MemoryStore, metadata_values, tag_of
 from ..memory.model import Memory, MemoryNotFoundError
 from ..reprs import short_repr
 from ..responses import DocumentSearchResponse, MemorySearchResponse
@@ -52,12 +57,10 @@ from .schemas import (
     UpdateMemoryArgs,
 )
 
-__all__ = ["DOCUMENT_TAG_KEY", "Guards", "RemyTools", "ToolResult", "ToolSpec"]
+__all__ = ["Guards", "RemyTools", "ToolResult", "ToolSpec"]
 
 logger = logging.getLogger("remy.mcp")
 
-#: The document metadata key holding a document's container tag (``MemoryStore``'s default).
-DOCUMENT_TAG_KEY = "container_tag"
 #: Most documents ``resources/list`` names (a client reads any other by its URI).
 MAX_LISTED_DOCUMENTS = 200
 
@@ -185,6 +188,15 @@ class RemyTools:
         self.documents = documents
         self.memories = memories
         self.guards = guards
+        # The memory rule for add_documents: with memories linked to these documents
+        # that scope them by the container-tag key (what `remy mcp` opens).
+        self._linked = (
+            LinkedDocuments(memories)
+            if memories is not None
+            and memories.retriever is documents
+            and memories.document_container_key == CONTAINER_TAG_KEY
+            else None
+        )
         self._run: dict[str, Callable[[Any], ToolResult]] = {
             "search": self._search,
             "search_documents": self._search_documents,
@@ -261,14 +273,11 @@ class RemyTools:
     def _tag(self, given: str | None) -> str | None:
         return self.guards.container_tag if self.guards.container_tag is not None else given
 
-    def _pinned_where(self, where: Mapping[str, Any] | None) -> dict[str, Any] | None:
-        """``where`` ANDed with the pinned tag's filter (``where`` alone without a pin)."""
-        clauses = [dict(where)] if where else []
-        if self.guards.container_tag is not None:
-            clauses.append({DOCUMENT_TAG_KEY: self.guards.container_tag})
-        if not clauses:
-            return None
-        return clauses[0] if len(clauses) == 1 else {"$and": clauses}
+    def _scope(self, tags: list[str] | None = None) -> dict[str, Any] | None:
+        """The documents this call may read: the pinned tag, else ``tags`` (``None``:
+        every document)."""
+        pin = self.guards.container_tag
+        return scope_where([pin] if pin is not None else tags, key=CONTAINER_TAG_KEY)
 
     def _store(self) -> MemoryStore:
         if self.memories is None:
@@ -286,32 +295,21 @@ class RemyTools:
             args.query,
             k=args.k,
             mode=args.mode,
-            where=self._pinned_where(args.where),
+            where=and_where(args.where, self._scope()),
             rerank=args.rerank,
         )
         ids = tuple(dict.fromkeys(h.citation.document_id for h in hits))
         return ToolResult(format_hits(hits), {"hits": [h.to_dict() for h in hits]}, ids)
 
     def _search_documents(self, args: SearchDocumentsArgs) -> ToolResult:
-        clauses: list[dict[str, Any]] = []
-        tree = where_from_filters(args.filters, values=self._values)
-        if tree:
-            clauses.append(tree)
-        tags = [self.guards.container_tag] if self.guards.container_tag else args.container_tags
-        if tags:
-            clauses.append({DOCUMENT_TAG_KEY: {"$in": list(dict.fromkeys(tags))}})
-        where = None if not clauses else clauses[0] if len(clauses) == 1 else {"$and": clauses}
+        scope = self._scope(args.container_tags or None)
+        tree = where_from_filters(
+            args.filters, values=lambda key: metadata_values(self.documents, key, where=scope)
+        )
+        where = and_where(tree, scope)
         response = self.documents.search_documents(args.query, limit=args.limit, where=where)
         ids = tuple(r.document_id for r in response.results)
         return ToolResult(format_documents(response), response.to_dict(), ids)
-
-    def _values(self, key: str) -> Iterator[object]:
-        """Every value documents store under ``key``: what the filter operators ``where``
-        lacks (substring, case-insensitive) are resolved against."""
-        for page in self.documents.document_table.iter_metadata():
-            for _, meta in page:
-                if key in meta:
-                    yield meta[key]
 
     def _search_memories(self, args: SearchMemoriesArgs) -> ToolResult:
         response = self._store().search(
@@ -341,7 +339,9 @@ class RemyTools:
             target = store.get(args.id)
             self._check_container(target)
         else:
-            target = self._find_by_content(store, str(args.content))
+            target = store.find_by_content(
+                str(args.content), container_tag=self.guards.container_tag
+            )
         memory = store.forget(target.id)
         logger.info("forgot memory %s (reason: %r)", memory.id, args.reason)
         text = _memory_line("Forgot", memory) + (f" Reason: {args.reason}" if args.reason else "")
@@ -351,9 +351,11 @@ class RemyTools:
         roots = self.guards.allowed_roots
         real = resolve_inside(args.path, roots, base=roots[0])
         pin = self.guards.container_tag
-        report = self.documents.ingest(
-            real, metadata=None if pin is None else {DOCUMENT_TAG_KEY: pin}, progress=False
-        )
+        if self._linked is not None:
+            report = self._linked.ingest(real, tag=pin, progress=False)
+        else:
+            metadata = None if pin is None else {CONTAINER_TAG_KEY: pin}
+            report = self.documents.ingest(real, metadata=metadata, progress=False)
         structured = {
             "added": list(report.added),
             "updated": list(report.updated),
@@ -382,25 +384,6 @@ class RemyTools:
             )
             raise MemoryNotFoundError(msg)
 
-    def _find_by_content(self, store: MemoryStore, content: str) -> Memory:
-        tag = self.guards.container_tag
-        found = store.search(content, limit=50, container_tag=tag)
-        ids = [r.id for r in found.results if getattr(r, "memory", None) == content]
-        if not ids:
-            where = f" in container {tag!r}" if tag else ""
-            msg = (
-                f"no memory{where} has exactly the content {short_repr(content)}; find it "
-                "with search_memories and forget it by id"
-            )
-            raise MemoryNotFoundError(msg)
-        if len(ids) > 1:
-            msg = (
-                f"{len(ids)} memories have exactly this content ({', '.join(ids)}); forget "
-                "them by id, one call each"
-            )
-            raise InvalidInputError(msg)
-        return store.get(ids[0])
-
     # -- documents as resources -----------------------------------------------------------
 
     def list_documents(self) -> list[tuple[str, str | None]]:
@@ -412,7 +395,7 @@ class RemyTools:
         # as soon as enough are found: a client lists resources on connect, and the
         # chunks of a large collection would take long to go through.
         for page in self.documents.document_table.iter_metadata(page=1000):
-            ids += [d for d, meta in page if pin is None or meta.get(DOCUMENT_TAG_KEY) == pin]
+            ids += [d for d, meta in page if pin is None or meta.get(CONTAINER_TAG_KEY) == pin]
             if len(ids) >= MAX_LISTED_DOCUMENTS:
                 break
         ids = sorted(ids[:MAX_LISTED_DOCUMENTS])
@@ -425,9 +408,7 @@ class RemyTools:
         :class:`InvalidInputError`."""
         stored = self.documents.get_documents([document_id]).get(document_id)
         pin = self.guards.container_tag
-        if stored is None or (
-            pin is not None and stored.document.metadata.get(DOCUMENT_TAG_KEY) != pin
-        ):
+        if stored is None or (pin is not None and tag_of(stored.document) != pin):
             where = f" in container {pin!r}" if pin else ""
             msg = (
                 f"no document {document_id!r}{where}; the documentId of a search hit's "

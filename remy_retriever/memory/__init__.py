@@ -3,7 +3,10 @@ models of the document and memory search responses, ``remy_retriever.responses``
 
 Modules: :mod:`.store` (:class:`MemoryStore`), :mod:`.model` (:class:`Memory`, its
 errors and its document form), :mod:`.checks` (argument checks), :mod:`.context`
-(reading versions back; related memories), :mod:`.results` (search results).
+(reading versions back; related memories), :mod:`.results` (search results),
+:mod:`.linked` (:class:`LinkedDocuments`: tagged documents and the memory each short one
+becomes, the rule ``remy serve`` and ``remy mcp`` share), :mod:`.values` (the metadata
+values in a scope that supermemory filters are resolved against).
 Memory sits above the :class:`~remy_retriever.Retriever` facade and uses only its public
 API.
 """
@@ -20,17 +23,34 @@ from ..responses import (
     MemoryResult,
     MemorySearchResponse,
 )
+from .linked import (
+    CUSTOM_ID_KEY,
+    RESERVED_KEYS,
+    SOURCE_KEY,
+    DocumentNotFoundError,
+    LinkedDocuments,
+    check_metadata,
+    public_metadata,
+    tag_of,
+)
 from .model import Memory, MemoryNotFoundError, MemoryStateError, SearchMode
 from .store import MemoryStore
+from .values import MAX_SCANNED_VALUES, metadata_values
 
 __all__ = [
+    "CUSTOM_ID_KEY",
+    "MAX_SCANNED_VALUES",
+    "RESERVED_KEYS",
+    "SOURCE_KEY",
     "ChunkResult",
     "ContextMemory",
     "DocumentChunk",
+    "DocumentNotFoundError",
     "DocumentResult",
     "DocumentSearchResponse",
     "InvalidResponseError",
     "LinkedDocument",
+    "LinkedDocuments",
     "Memory",
     "MemoryContext",
     "MemoryNotFoundError",
@@ -39,4 +59,8 @@ __all__ = [
     "MemoryStateError",
     "MemoryStore",
     "SearchMode",
+    "check_metadata",
+    "metadata_values",
+    "public_metadata",
+    "tag_of",
 ]

@@ -18,9 +18,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Literal
 
-from ..documents import MetadataValue
+from ..documents import CONTAINER_TAG_KEY, MetadataValue
 from ..errors import InvalidInputError, ModelLoadError
-from ..filters import parse_where
+from ..filters import and_where, parse_where, scope_where
+from ..reprs import short_repr
 from ..responses import ChunkResult, MemoryResult, MemorySearchResponse, Relation
 from ..retriever import Retriever
 from ..validation import as_list
@@ -36,8 +37,11 @@ from .checks import (
     check_tag,
     reject_reserved,
 )
-from .context import load_memories, memory_tree
+from .context import find_memories, load_memories, memory_tree
 from .model import (
+    CONTAINER_KEY,
+    FORGOTTEN_KEY,
+    LATEST_KEY,
     MAX_PARENTS,
     Memory,
     MemoryNotFoundError,
@@ -48,6 +52,7 @@ from .model import (
     to_document,
 )
 from .results import SearchRequest, chunk_results, memory_results
+from .values import MAX_SCANNED_VALUES, metadata_values
 
 if TYPE_CHECKING:
     from ..embeddings import Embedder
@@ -109,7 +114,7 @@ class MemoryStore:
         retriever: Retriever | None = None,
         reranker: Reranker | str | None = None,
         context_depth: int = 10,
-        document_container_key: str | None = "container_tag",
+        document_container_key: str | None = CONTAINER_TAG_KEY,
     ) -> None:
         if retriever is not None and not isinstance(retriever, Retriever):
             msg = (
@@ -398,6 +403,63 @@ class MemoryStore:
         chain[memory.id] = memory
         versions = [m for m in chain.values() if m.root_id == memory.root_id]
         return sorted(versions, key=lambda m: (m.version, m.updated_at, m.id))
+
+    def find_by_content(self, content: str, *, container_tag: str | None = None) -> Memory:
+        """The one latest, unforgotten memory whose content is exactly ``content``, in
+        ``container_tag`` (``None``: in any container). Scans the container's memories
+        (no search: a hit beyond any top-k still counts). None raises
+        :class:`MemoryNotFoundError`, several :class:`InvalidInputError` naming them."""
+        if not isinstance(content, str):
+            msg = f"content must be the memory's exact text (a str), got {short_repr(content)}"
+            raise InvalidInputError(msg)
+        tag = check_tag(container_tag)
+        where = and_where(
+            {LATEST_KEY: True},
+            {FORGOTTEN_KEY: False},
+            None if tag is None else {CONTAINER_KEY: tag},
+        )
+        found = load_memories(self._store, find_memories(self._store, where or {}))
+        same = sorted(i for i, m in found.items() if m.content == content)
+        where_text = "" if tag is None else f" in container {tag!r}"
+        if not same:
+            msg = (
+                f"no memory{where_text} has exactly the content given; find it with a "
+                "memory search and name it by id"
+            )
+            raise MemoryNotFoundError(msg)
+        if len(same) > 1:
+            msg = (
+                f"{len(same)} memories{where_text} have exactly this content "
+                f"({', '.join(same)}); name the one you mean by id"
+            )
+            raise InvalidInputError(msg)
+        return found[same[0]]
+
+    def metadata_values(
+        self,
+        key: str,
+        *,
+        container_tags: Sequence[str] | None = None,
+        limit: int = MAX_SCANNED_VALUES,
+    ) -> list[MetadataValue]:
+        """The distinct values stored under ``key`` by the memories in
+        ``container_tags`` (``None``: every container) and the linked documents in them
+        (:func:`~.values.metadata_values`): what a memory search's supermemory filters
+        are resolved against. Values outside the containers are never read."""
+        scope = None if container_tags is None else list(container_tags)
+        values = metadata_values(
+            self._store, key, where=scope_where(scope, key=CONTAINER_KEY), limit=limit
+        )
+        if self._linked is not None:
+            doc_scope = None if self.document_container_key is None else scope
+            key_of_docs = self.document_container_key or CONTAINER_TAG_KEY
+            values += metadata_values(
+                self._linked,
+                key,
+                where=scope_where(doc_scope, key=key_of_docs),
+                limit=limit,
+            )
+        return values
 
     # -- search -------------------------------------------------------------------------
 

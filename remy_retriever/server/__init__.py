@@ -3,7 +3,9 @@
 A door on top of the engine (like the CLI): FastAPI and uvicorn (the ``server`` extra)
 are imported only here, never by ``import remy_retriever``. Modules: :mod:`.auth` (API
 keys bound to container tags), :mod:`.wire` (request and response bodies),
-:mod:`.documents` (supermemory documents on a Retriever, and the memory rule),
+:mod:`.documents` (a document's one container tag, the SDK's document types; the
+documents and the memory rule themselves are the engine's
+:class:`~remy_retriever.memory.LinkedDocuments`),
 :mod:`.service` (what each route does), :mod:`.app` (the FastAPI application).
 """
 

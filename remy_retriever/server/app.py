@@ -1,13 +1,14 @@
 """The FastAPI application of ``remy serve``: routes, authentication, limits and errors.
 
 Routes are plain (``def``) functions, so FastAPI runs each request in its thread pool:
-searches run side by side, and writes queue on the documents' lock and each store's
-writer lock (:mod:`.documents`). Every error is JSON, ``{"error": ..., "details": ...}``:
-400 for a bad request (``details`` lists the fields at fault), 401 without a valid key,
-403 for a container tag the key may not use, 404 for what does not exist (or is in
-another container), 413 for a body over the limit, 503 when the store is busy; a model
-the request needs but the server cannot load (``rerank`` without a reranker) is a 400; a bug
-answers 500 with a generic message, and the traceback goes to the server's log only.
+searches run side by side, and writes queue on the documents' lock
+(:class:`remy_retriever.memory.LinkedDocuments`) and each store's writer lock. Every
+error is JSON, ``{"error": ..., "details": ...}``: 400 for a bad request (``details``
+lists the fields at fault), 401 without a valid key, 403 for a container tag the key may
+not use, 404 for what does not exist (or is in another container), 413 for a body over
+the limit, 503 when the store is busy; a model the request needs but the server cannot
+load (``rerank`` without a reranker) is a 400; a bug answers 500 with a generic message,
+and the traceback goes to the server's log only.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from ..errors import (
     RerankerUnavailableError,
 )
 from ..loaders import MissingExtraError, loader_for
-from ..memory import MemoryNotFoundError
+from ..memory import DocumentNotFoundError, MemoryNotFoundError
 from ..reprs import short_repr
 from ..responses import DocumentSearchResponse, MemorySearchResponse
 from . import wire
@@ -102,7 +103,7 @@ def create_app(
             metadata=body.metadata,
             filepath=body.filepath,
         )
-        doc_id = service.documents.add(document, caller)
+        doc_id = service.documents.add(document, scope=caller.tags)
         return wire.AddResponse(id=doc_id, status="done").wire()
 
     @app.post("/v3/documents/batch", response_model=wire.BatchAddResponse, tags=["documents"])
@@ -132,7 +133,7 @@ def create_app(
                 outcomes.append("")
             except (InvalidInputError, AccessDeniedError) as exc:
                 outcomes.append(exc)
-        written = service.documents.add_many(list(prepared.values()), caller)
+        written = service.documents.add_many(list(prepared.values()), scope=caller.tags)
         for i, outcome in zip(prepared, written):
             outcomes[i] = outcome
         results = [
@@ -188,7 +189,7 @@ def create_app(
             doc_type=loaded.type,
             pages=loaded.pages,
         )
-        doc_id = service.documents.add(document, caller)
+        doc_id = service.documents.add(document, scope=caller.tags)
         return wire.AddResponse(id=doc_id, status="done").wire()
 
     @app.post("/v3/documents/list", response_model=wire.DocumentListResponse, tags=["documents"])
@@ -206,11 +207,12 @@ def create_app(
             raise InvalidInputError(msg)
         tags = [body.container_tag] if body.container_tag else []
         tag = one_tag(None, [*tags, *(body.container_tags or [])])
+        service.documents.visible(doc_id, scope=caller.tags)  # 404 before 403
         service.documents.update(
             doc_id,
-            caller,
+            scope=caller.tags,
             content=body.content,
-            tag=tag,
+            tag=None if tag is None else caller.require(tag),
             metadata=body.metadata,
             filepath=body.filepath,
         )
@@ -222,7 +224,7 @@ def create_app(
 
     @app.delete("/v3/documents/{doc_id}", status_code=204, tags=["documents"])
     def delete_document(doc_id: str, caller: Caller) -> Response:
-        service.documents.visible(caller, doc_id)
+        service.documents.visible(doc_id, scope=caller.tags)
         service.documents.delete([doc_id])
         return Response(status_code=204)
 
@@ -321,7 +323,7 @@ def _install_errors(app: FastAPI) -> None:
             return response
         if isinstance(exc, AccessDeniedError):
             return _error(403, str(exc))
-        if isinstance(exc, (NotFoundError, MemoryNotFoundError)):
+        if isinstance(exc, (NotFoundError, DocumentNotFoundError, MemoryNotFoundError)):
             return _error(404, str(exc))
         if isinstance(exc, InvalidInputError):
             return _error(400, str(exc))

@@ -1,37 +1,39 @@
 """What each ``remy serve`` route does, without HTTP: searches, listings and memory
 operations for one caller (:class:`~.auth.Principal`), answering in the SDK's shapes.
+The rules (documents and their memories, find-by-content, the value scans of the
+filters) are the engine's (:mod:`remy_retriever.memory`); this module maps onto them.
 
 Every operation narrows to the caller's container tags before anything runs: the tag
 clause is added to the ``where`` of every search branch (so other containers never
-reach fusion), and a document or memory named by id is looked up and refused as missing
-when it is in another container.
+reach fusion), the values a filter is resolved against are read inside that scope only,
+and a document or memory named by id is looked up and refused as missing when it is in
+another container.
 """
 
 from __future__ import annotations
 
 import math
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..documents import CONTAINER_TAG_KEY
 from ..errors import InvalidInputError
-from ..memory import Memory, MemoryStore
-from ..memory.model import CONTAINER_KEY as MEMORY_CONTAINER_KEY
-from ..memory.model import FORGOTTEN_KEY, LATEST_KEY
-from ..records import DOCUMENT_ID_KEY
+from ..filters import and_where, document_where, scope_where
+from ..memory import (
+    CUSTOM_ID_KEY,
+    DocumentNotFoundError,
+    LinkedDocuments,
+    Memory,
+    MemoryStore,
+    metadata_values,
+    public_metadata,
+)
 from ..retriever import Retriever, StoredDocument
 from ..supermemory_filters import where_from_filters
 from . import wire
 from .auth import NotFoundError, Principal, check_tag
-from .documents import (
-    CONTAINER_KEY,
-    CUSTOM_ID_KEY,
-    SOURCE_KEY,
-    Documents,
-    check_metadata,
-    public_metadata,
-    sdk_type,
-)
+from .documents import sdk_type
 
 __all__ = ["Service"]
 
@@ -43,46 +45,28 @@ class Service:
     def __init__(self, retriever: Retriever, memories: MemoryStore) -> None:
         self.retriever = retriever
         self.memories = memories
-        self.documents = Documents(retriever, memories)
+        self.documents = LinkedDocuments(memories)
 
     # -- filters ----------------------------------------------------------------------
 
-    def _values(self, key: str) -> Iterator[object]:
-        """Every value stored under ``key`` in documents and memories (for the filter
-        operators ``where`` lacks; see :mod:`remy_retriever.supermemory_filters`). Cost:
-        one pass over the stored metadata, only for a request that uses them."""
-        for table in (self.retriever.document_table, self.memories.memories.document_table):
-            for page in table.iter_metadata():
-                for _, meta in page:
-                    if key in meta:
-                        yield meta[key]
-
     def where(
-        self,
-        filters: object,
-        tags: Sequence[str] | None,
-        *,
-        doc_id: str | None = None,
-        container_key: str = CONTAINER_KEY,
+        self, filters: object, tags: Sequence[str] | None, *, doc_id: str | None = None
     ) -> dict[str, Any] | None:
-        """The ``where`` of a request: its filter tree AND the caller's tags AND a
-        document id."""
-        clauses: list[dict[str, Any]] = []
-        tree = where_from_filters(filters, values=self._values)
-        if tree is not None:
-            clauses.append(tree)
-        if tags is not None:
-            clauses.append({container_key: {"$in": list(tags)}})
-        if doc_id is not None:
-            clauses.append({DOCUMENT_ID_KEY: doc_id})
-        if not clauses:
-            return None
-        return clauses[0] if len(clauses) == 1 else {"$and": clauses}
+        """The ``where`` of a document request: the caller's scope (tags, a document
+        id) AND its filter tree, the tree's value scans read inside the scope only."""
+        scope = and_where(
+            scope_where(tags, key=CONTAINER_TAG_KEY),
+            None if doc_id is None else document_where(doc_id),
+        )
+        tree = where_from_filters(
+            filters, values=lambda key: metadata_values(self.retriever, key, where=scope)
+        )
+        return and_where(tree, scope)
 
     # -- documents --------------------------------------------------------------------
 
     def get_document(self, principal: Principal, doc_id: str) -> wire.DocumentGetResponse:
-        stored = self.documents.visible(principal, doc_id)
+        stored = self.documents.visible(doc_id, scope=principal.tags)
         memories = self.documents.memories_of(doc_id)
         fields = _document_fields(stored, content=True)
         if memories:
@@ -125,9 +109,9 @@ class Service:
         errors: list[wire.BulkError] = []
         for doc_id in body.ids or []:
             try:
-                self.documents.visible(principal, doc_id)
+                self.documents.visible(doc_id, scope=principal.tags)
                 doomed.append(doc_id)
-            except (NotFoundError, InvalidInputError) as exc:
+            except (DocumentNotFoundError, InvalidInputError) as exc:
                 errors.append(wire.BulkError(id=doc_id, error=str(exc)))
         tags = None
         if body.container_tags:
@@ -175,7 +159,10 @@ class Service:
         started = time.perf_counter()
         mode = "hybrid" if include.chunks and body.search_mode == "memories" else body.search_mode
         tags = principal.scope(_tags(body.container_tag, body.container_tags))
-        where = self.where(body.filters, None)
+        where = where_from_filters(
+            body.filters,
+            values=lambda key: self.memories.metadata_values(key, container_tags=tags),
+        )
         flags = {
             "relatedMemories": include.related_memories,
             "documents": include.documents,
@@ -210,8 +197,7 @@ class Service:
     def native_search(self, principal: Principal, body: wire.NativeSearchBody) -> dict[str, Any]:
         started = time.perf_counter()
         tags = principal.scope(_tags(None, body.container_tags))
-        clauses = [c for c in (body.where, self.where(None, tags)) if c]
-        where = clauses[0] if len(clauses) == 1 else ({"$and": clauses} if clauses else None)
+        where = and_where(body.where, scope_where(tags, key=CONTAINER_TAG_KEY))
         hits = self.retriever.search(
             body.q,
             k=body.k,
@@ -244,13 +230,7 @@ class Service:
                 msg = f"memory {body.id!r} does not have the content given"
                 raise NotFoundError(msg)
             return memory
-        where = {"$and": [{MEMORY_CONTAINER_KEY: tag}, {LATEST_KEY: True}, {FORGOTTEN_KEY: False}]}
-        for memory_id in self.memories.memories.document_ids(where):
-            memory = self.memories.get(memory_id)
-            if memory.content == body.content:
-                return memory
-        msg = f"no memory in container {tag!r} has exactly the content given"
-        raise NotFoundError(msg)
+        return self.memories.find_by_content(str(body.content), container_tag=tag)
 
     def update_memory(
         self, principal: Principal, body: wire.UpdateMemoryBody
@@ -260,12 +240,7 @@ class Service:
             raise InvalidInputError(msg)
         with self.documents.lock:
             memory = self._find_memory(principal, body)
-            metadata = None
-            if body.metadata is not None:
-                metadata = check_metadata(body.metadata)
-                if SOURCE_KEY in memory.metadata:
-                    metadata[SOURCE_KEY] = memory.metadata[SOURCE_KEY]
-            new = self.memories.update(memory.id, body.new_content, metadata=metadata)
+            new = self.documents.update_memory(memory, body.new_content, metadata=body.metadata)
         return wire.UpdateMemoryResponse(
             id=new.id,
             memory=new.content,
@@ -281,7 +256,7 @@ class Service:
     ) -> wire.ForgetMemoryResponse:
         with self.documents.lock:
             memory = self._find_memory(principal, body)
-            self.memories.forget(memory.id)
+            self.documents.forget_memory(memory)
         return wire.ForgetMemoryResponse(id=memory.id, forgotten=True)
 
 
@@ -309,7 +284,7 @@ def _page_number(value: object, name: str, *, hi: int) -> int:
 
 def _document_fields(stored: StoredDocument, *, content: bool) -> dict[str, Any]:
     doc = stored.document
-    tag = doc.metadata.get(CONTAINER_KEY)
+    tag = doc.metadata.get(CONTAINER_TAG_KEY)
     custom = doc.metadata.get(CUSTOM_ID_KEY)
     fields: dict[str, Any] = {
         "id": doc.id,

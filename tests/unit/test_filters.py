@@ -223,3 +223,28 @@ def test_lone_surrogates_are_rejected_by_parse_where_itself() -> None:
     for where in ({"a": "x\ud800"}, {"k\udc00": 1}, {"a": {"$in": ["ok", "x\ud800"]}}):
         with pytest.raises(InvalidFilterError, match="lone surrogate"):
             parse_where(where)
+
+
+def test_and_where_keeps_every_clause_and_drops_empty_ones() -> None:
+    from remy_retriever.filters import and_where
+
+    assert and_where() is None
+    assert and_where(None, {}) is None
+    assert and_where({"a": 1}, None) == {"a": 1}
+    both = and_where({"a": 1}, {"b": {"$in": ["x", "y"]}})
+    assert both == {"$and": [{"a": 1}, {"b": {"$in": ["x", "y"]}}]}
+    assert matches(parse_where(both), {"a": 1, "b": "x"})
+    assert not matches(parse_where(both), {"a": 1, "b": "z"})  # no clause widens another
+
+
+def test_scope_where_keeps_only_the_given_tags() -> None:
+    from remy_retriever.filters import document_where, scope_where
+
+    assert scope_where(None, key="tag") is None
+    assert scope_where(["a", "a"], key="tag") == {"tag": "a"}
+    two = parse_where(scope_where(["a", "b"], key="tag"))
+    assert matches(two, {"tag": "b"}) and not matches(two, {"tag": "c"})
+    assert not matches(two, {})
+    nothing = parse_where(scope_where([], key="tag"))
+    assert not any(matches(nothing, m) for m in ({}, {"tag": ""}, {"tag": "a"}))
+    assert matches(parse_where(document_where("d")), {"remy_doc_id": "d"})

@@ -167,10 +167,10 @@ def test_citation_wire_round_trip() -> None:
 
 
 def test_label_shows_the_pages() -> None:
-    assert _hit(page=3).citation.label() == "docs/guide.pdf, p. 3 > Install > Linux"
-    assert _hit(page=3, page_end=4).citation.label() == "docs/guide.pdf, pp. 3-4 > Install > Linux"
-    assert _hit().citation.label() == "docs/guide.pdf > Install > Linux"
-    assert Citation("doc", 0, 0, 1).label() == "doc"
+    assert _hit(page=3).citation.label() == "Install > Linux (docs/guide.pdf, p. 3)"
+    assert _hit(page=3, page_end=4).citation.label() == "Install > Linux (docs/guide.pdf, pp. 3-4)"
+    assert _hit().citation.label() == "Install > Linux (docs/guide.pdf)"
+    assert Citation("doc", 0, 0, 1).label() == "doc (doc)"
     assert pages_label(None) is None
     assert pages_label(7, 7) == "p. 7"
 

@@ -40,35 +40,35 @@ class SearchInput(BaseModel):
 
 def citation_label(document: Document) -> str:
     """``"title > heading > ... (source)"`` for a Document made by RemyRetriever, with the
-    pages of a paged document: ``"(source, p. 3)"``.
-
-    The heading path usually starts with the document title; it is not repeated."""
+    pages of a paged document: ``"(source, p. 3)"``: :meth:`remy_retriever.Citation.label`
+    of the Document's citation (its flat ``title``, ``heading_path`` and ``source``, so a
+    Document whose metadata was edited renders as edited)."""
     meta = document.metadata
-    parts: list[str] = []
-    title = meta.get("title")
-    if title:
-        parts.append(str(title))
-    for heading in meta.get("heading_path") or ():
-        if not parts or heading != parts[-1]:
-            parts.append(str(heading))
-    if not parts:
-        parts.append(str(meta.get("document_id") or document.id or "untitled"))
-    label = " > ".join(parts)
-    where = [str(meta["source"])] if meta.get("source") else []
-    pages = _pages_label(meta.get("citation"))
-    if pages:
-        where.append(pages)
-    return f"{label} ({', '.join(where)})" if where else label
+    page, page_end = _pages(meta.get("citation"))
+    source = meta.get("source")
+    citation = Citation(
+        document_id=str(meta.get("document_id") or document.id or "untitled"),
+        chunk_index=0,
+        start=0,
+        end=0,
+        heading_path=tuple(str(h) for h in meta.get("heading_path") or ()),
+        title=str(meta["title"]) if meta.get("title") else None,
+        path=str(source) if source else None,
+        page=page,
+        page_end=page_end,
+    )
+    return citation.label()
 
 
-def _pages_label(citation: object) -> str | None:
-    """``"p. 3"`` / ``"pp. 3-4"`` from a citation in wire form, or ``None``."""
+def _pages(citation: object) -> tuple[int | None, int | None]:
+    """The page and last page of a citation in wire form (``None`` without)."""
     if not isinstance(citation, dict):
-        return None
+        return None, None
     try:
-        return Citation.from_dict(citation).pages_label
+        parsed = Citation.from_dict(citation)
     except (KeyError, TypeError, ValueError):  # edited by hand: render it without pages
-        return None
+        return None, None
+    return parsed.page, parsed.page_end
 
 
 def passage_text(document: Document) -> str:

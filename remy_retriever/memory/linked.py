@@ -1,0 +1,357 @@
+""":class:`LinkedDocuments`: documents with a container tag on a
+:class:`~remy_retriever.Retriever`, and the memory each short one becomes in the linked
+:class:`~.store.MemoryStore`. ``remy serve`` (supermemory's ``/v3/documents``) and
+``remy mcp`` (``add_documents`` on a pinned server) both write documents through it, so
+the rule below holds whichever door added a document.
+
+A document's container tag is kept in the metadata key
+:data:`~remy_retriever.documents.CONTAINER_TAG_KEY`, a supermemory ``customId`` in
+:data:`CUSTOM_ID_KEY`, and a memory made from a document names it in
+:data:`SOURCE_KEY`; the three are :data:`RESERVED_KEYS` (user metadata may not use them,
+:func:`public_metadata` leaves them out). A document has at most one container tag.
+
+The memory rule (memories without an LLM): supermemory extracts memories from what is
+added with a language model; remy uses one deterministic rule instead. A document with a
+container tag whose content fits in one chunk (a fact such as "Alice prefers tea") is
+also a memory in that container, linked to the document. Replacing the document's
+content writes a new version of that memory; a document that stops qualifying (longer
+content, no tag) or is deleted has its memory forgotten. Longer documents are searched
+as chunks.
+
+Scope: the methods that read or replace a document take ``scope``, the container tags
+the caller may see (``None``: every tag, and documents without one). A document outside
+it is reported missing (:class:`DocumentNotFoundError`), exactly as if it did not exist.
+
+Writes take :attr:`LinkedDocuments.lock` (one write at a time in this process, so a
+document and its memory change together; reentrant, so a door may hold it around a
+lookup and the write that follows); each store's own writer lock serialises them
+against other processes.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import uuid
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+from ..documents import CONTAINER_TAG_KEY, Document, MetadataValue, validate_document_id
+from ..errors import InvalidInputError, RemyError
+from ..filters import and_where, scope_where
+from ..retriever import IngestReport, Retriever, StoredDocument
+from .context import load_memories
+from .model import FORGOTTEN_KEY, LATEST_KEY, Memory
+from .store import MemoryStore
+
+__all__ = [
+    "CUSTOM_ID_KEY",
+    "RESERVED_KEYS",
+    "SOURCE_KEY",
+    "DocumentNotFoundError",
+    "LinkedDocuments",
+    "check_metadata",
+    "public_metadata",
+    "tag_of",
+]
+
+#: Document metadata key holding a supermemory ``customId``.
+CUSTOM_ID_KEY = "custom_id"
+#: Memory metadata key holding the id of the document a memory was made from.
+SOURCE_KEY = "source_document"
+RESERVED_KEYS = frozenset({CONTAINER_TAG_KEY, CUSTOM_ID_KEY, SOURCE_KEY})
+#: Documents the memory rule looks at per filter (under the filters' list limit).
+_SYNC_BATCH = 1000
+
+Scope = Collection[str] | None
+
+
+class DocumentNotFoundError(RemyError, LookupError):
+    """No such document, as far as the caller's scope can tell."""
+
+
+def public_metadata(meta: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The user's metadata: without the :data:`RESERVED_KEYS` bookkeeping."""
+    return {k: v for k, v in (meta or {}).items() if k not in RESERVED_KEYS}
+
+
+def check_metadata(metadata: Mapping[str, Any] | None) -> dict[str, MetadataValue]:
+    """User metadata as remy stores it: scalars only, no reserved key."""
+    out: dict[str, MetadataValue] = {}
+    for key, value in (metadata or {}).items():
+        if key in RESERVED_KEYS:
+            msg = (
+                f"metadata key {key!r} is reserved by remy (it holds the container tag, "
+                "the custom id or a memory's source document); rename it"
+            )
+            raise InvalidInputError(msg)
+        if isinstance(value, list):
+            msg = (
+                f"metadata[{key!r}] is a list; remy stores scalar metadata only (str, "
+                "number, bool): join the items into one string, or store each as its own key"
+            )
+            raise InvalidInputError(msg)
+        out[key] = value
+    return out
+
+
+def tag_of(doc: Document) -> str | None:
+    """The container tag of a document (``None`` for none)."""
+    tag = doc.metadata.get(CONTAINER_TAG_KEY)
+    return tag if isinstance(tag, str) else None
+
+
+def _visible(tag: str | None, scope: Scope) -> bool:
+    return scope is None or (tag is not None and tag in scope)
+
+
+class LinkedDocuments:
+    """Tagged documents on ``memories``' linked retriever, and the memories the rule
+    makes from them (see the module docstring)."""
+
+    def __init__(self, memories: MemoryStore) -> None:
+        retriever = memories.retriever
+        if retriever is None:
+            msg = (
+                "LinkedDocuments needs a MemoryStore linked to the documents' Retriever: "
+                "MemoryStore(..., retriever=Retriever(...))"
+            )
+            raise InvalidInputError(msg)
+        if memories.document_container_key != CONTAINER_TAG_KEY:
+            msg = (
+                "LinkedDocuments keeps a document's container tag in metadata key "
+                f"{CONTAINER_TAG_KEY!r}; create the MemoryStore with document_container_key="
+                f"{CONTAINER_TAG_KEY!r} (the default), not "
+                f"{memories.document_container_key!r}"
+            )
+            raise InvalidInputError(msg)
+        self.retriever: Retriever = retriever
+        self.memories = memories
+        self.lock = threading.RLock()
+
+    # -- reads ------------------------------------------------------------------------
+
+    def visible(self, doc_id: str, *, scope: Scope = None) -> StoredDocument:
+        """The stored document, if it is in ``scope``; else :class:`DocumentNotFoundError`."""
+        validate_document_id(doc_id)
+        stored = self.retriever.get_documents([doc_id]).get(doc_id)
+        if stored is None or not _visible(tag_of(stored.document), scope):
+            msg = f"no document with id {doc_id!r}"
+            raise DocumentNotFoundError(msg)
+        return stored
+
+    def memories_of(self, doc_id: str) -> list[Memory]:
+        """Every memory version made from this document, oldest first."""
+        ids = self.memories.memories.document_ids({SOURCE_KEY: doc_id})
+        roots = {m.root_id for m in load_memories(self.memories.memories, ids).values()}
+        versions = [v for root in sorted(roots) for v in self.memories.history(root)]
+        return sorted(versions, key=lambda m: (m.created_at, m.version))
+
+    def ids_in(self, tags: Sequence[str]) -> list[str]:
+        """The ids of the documents in these container tags."""
+        if not tags:
+            return []
+        return self.retriever.document_ids(scope_where(tags, key=CONTAINER_TAG_KEY))
+
+    # -- writes -----------------------------------------------------------------------
+
+    @staticmethod
+    def prepare(
+        *,
+        content: str,
+        tag: str | None,
+        custom_id: str | None,
+        metadata: Mapping[str, Any] | None,
+        filepath: str | None = None,
+        title: str | None = None,
+        doc_type: str = "text",
+        pages: tuple[int, ...] | None = None,
+    ) -> Document:
+        """The document for a supermemory one (checked; nothing written): its id is
+        ``custom_id`` when given (adding it again replaces the document), else
+        ``doc_<32 hex digits>``."""
+        meta = check_metadata(metadata)
+        doc_id = validate_document_id(custom_id) if custom_id else f"doc_{uuid.uuid4().hex}"
+        if tag is not None:
+            meta[CONTAINER_TAG_KEY] = tag
+        if custom_id:
+            meta[CUSTOM_ID_KEY] = custom_id
+        return Document(
+            id=doc_id,
+            text=content,
+            title=title,
+            path=filepath,
+            type=doc_type,
+            metadata=meta,
+            pages=pages,
+        )
+
+    def add(self, document: Document, *, scope: Scope = None) -> str:
+        """Add (or, for a known id in ``scope``, replace) one prepared document."""
+        outcome = self.add_many([document], scope=scope)[0]
+        if isinstance(outcome, Exception):
+            raise outcome
+        return outcome
+
+    def add_many(
+        self, documents: Sequence[Document], *, scope: Scope = None
+    ) -> list[str | InvalidInputError]:
+        """Add prepared documents in one write (one embedding batch, one commit); per
+        document, its id or the error that kept it out. An id taken by a document
+        outside ``scope`` is refused (in the words of a bad id: saying it is taken would
+        reveal that the document exists)."""
+        outcomes: list[str | InvalidInputError] = [d.id for d in documents]
+        with self.lock:
+            existing = self.retriever.get_documents(sorted({d.id for d in documents}))
+            ready: list[int] = []
+            for i, doc in enumerate(documents):
+                stored = existing.get(doc.id)
+                if stored is not None and not _visible(tag_of(stored.document), scope):
+                    msg = f"customId {doc.id!r} cannot be used; choose another"
+                    outcomes[i] = InvalidInputError(msg)
+                else:
+                    ready.append(i)
+            try:
+                self.retriever.add([documents[i] for i in ready])
+            except InvalidInputError:
+                # One bad document refuses the whole write: add them one by one to
+                # tell which (the store is unchanged by the refused call).
+                for i in ready:
+                    try:
+                        self.retriever.add([documents[i]])
+                    except InvalidInputError as exc:
+                        outcomes[i] = exc
+            self._sync([documents[i].id for i in ready if not isinstance(outcomes[i], Exception)])
+        return outcomes
+
+    def update(
+        self,
+        doc_id: str,
+        *,
+        scope: Scope = None,
+        content: str | None = None,
+        tag: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        filepath: str | None = None,
+    ) -> str:
+        """Replace the given fields of a document in ``scope`` (``None``: keep the
+        field). Everything else stored stays: title, url, type, summary, pages and the
+        chunk spans, so a change of metadata, tag or path keeps every chunk, its offsets
+        and its page citation. New content drops the pages and spans (they described the
+        old text)."""
+        with self.lock:
+            doc = self.visible(doc_id, scope=scope).document
+            meta = public_metadata(doc.metadata) if metadata is None else check_metadata(metadata)
+            new_tag = tag_of(doc) if tag is None else tag
+            if new_tag is not None:
+                meta[CONTAINER_TAG_KEY] = new_tag
+            if CUSTOM_ID_KEY in doc.metadata:
+                meta[CUSTOM_ID_KEY] = doc.metadata[CUSTOM_ID_KEY]
+            replaced = replace(doc, metadata=meta, path=doc.path if filepath is None else filepath)
+            if content is not None:
+                replaced = replace(replaced, text=content, pages=None, chunk_spans=None)
+            self.retriever.add([replaced])
+            self._sync([doc.id])
+        return doc.id
+
+    def delete(self, doc_ids: Iterable[str]) -> int:
+        """Delete documents (already checked in scope) and forget their memories."""
+        ids = sorted(set(doc_ids))
+        if not ids:
+            return 0
+        with self.lock:
+            present = self.retriever.get_documents(ids)
+            self.retriever.delete(list(present))
+            for memories in self._live_memories(list(present)).values():
+                for memory in memories:
+                    self.memories.forget(memory.id)
+        return len(present)
+
+    def ingest(
+        self, path: str | os.PathLike[str], *, tag: str | None = None, **options: Any
+    ) -> IngestReport:
+        """:meth:`Retriever.ingest` with ``tag`` stamped on every document read, then
+        the memory rule on what was added or updated (a short file in a container is a
+        memory too, as for a document added over HTTP)."""
+        metadata = None if tag is None else {CONTAINER_TAG_KEY: tag}
+        with self.lock:
+            report = self.retriever.ingest(path, metadata=metadata, **options)
+            self._sync([*report.added, *report.updated])
+        return report
+
+    def update_memory(
+        self, memory: Memory, content: str, *, metadata: Mapping[str, Any] | None = None
+    ) -> Memory:
+        """A new version of ``memory`` with ``content`` (and ``metadata``, checked, when
+        given); a memory made from a document stays linked to it."""
+        with self.lock:
+            meta = None
+            if metadata is not None:
+                meta = check_metadata(metadata)
+                if SOURCE_KEY in memory.metadata:
+                    meta[SOURCE_KEY] = memory.metadata[SOURCE_KEY]
+            return self.memories.update(memory.id, content, metadata=meta)
+
+    def forget_memory(self, memory: Memory) -> Memory:
+        """Forget ``memory`` (under :attr:`lock`, so no document write races it)."""
+        with self.lock:
+            return self.memories.forget(memory.id)
+
+    # -- the memory rule --------------------------------------------------------------
+
+    def _live_memories(self, doc_ids: Sequence[str]) -> dict[str, list[Memory]]:
+        """The latest, unforgotten memories made from each of these documents."""
+        out: dict[str, list[Memory]] = {d: [] for d in doc_ids}
+        if not doc_ids:
+            return out
+        where = and_where(
+            scope_where(doc_ids, key=SOURCE_KEY), {LATEST_KEY: True}, {FORGOTTEN_KEY: False}
+        )
+        store = self.memories.memories
+        for memory in load_memories(store, store.document_ids(where)).values():
+            source = memory.metadata.get(SOURCE_KEY)
+            if isinstance(source, str) and source in out:
+                out[source].append(memory)
+        for memories in out.values():
+            memories.sort(key=lambda m: m.id)
+        return out
+
+    def _sync(self, doc_ids: Sequence[str]) -> None:
+        """Apply the memory rule to documents just written (under :attr:`lock`), a batch
+        at a time (a folder may bring more ids than one filter may list)."""
+        ids = list(dict.fromkeys(doc_ids))
+        for lo in range(0, len(ids), _SYNC_BATCH):
+            self._sync_batch(ids[lo : lo + _SYNC_BATCH])
+
+    def _sync_batch(self, ids: Sequence[str]) -> None:
+        """The rule on up to :data:`_SYNC_BATCH` documents; the new memories are written
+        together."""
+        stored_all = self.retriever.get_documents(ids)
+        live_all = self._live_memories(ids)
+        new: list[tuple[str, str, dict[str, MetadataValue]]] = []
+        for doc_id in ids:
+            stored = stored_all.get(doc_id)
+            tag = None if stored is None else tag_of(stored.document)
+            qualifies = stored is not None and tag is not None and stored.chunk_count == 1
+            keep: Memory | None = None
+            for memory in live_all[doc_id]:
+                if qualifies and keep is None and memory.container_tag == tag:
+                    keep = memory
+                else:
+                    self.memories.forget(memory.id)
+            if not qualifies or stored is None or tag is None:
+                continue
+            meta = {**public_metadata(stored.document.metadata), SOURCE_KEY: doc_id}
+            content = stored.document.text
+            if keep is None:
+                new.append((content, tag, meta))
+            elif keep.content != content or dict(keep.metadata) != meta:
+                self.memories.update(keep.id, content, metadata=meta)
+        if new:
+            self.memories.add_many(
+                [content for content, _, _ in new],
+                container_tags=[tag for _, tag, _ in new],
+                metadata=[meta for _, _, meta in new],
+                document_ids=[[str(meta[SOURCE_KEY])] for _, _, meta in new],
+            )
