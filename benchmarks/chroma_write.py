@@ -12,7 +12,7 @@ this profile showed the full-text indexing of ``documents`` to be the largest co
 the document-table record (1-d vector, full text, 6 keys) both ways. Variants alternate,
 ``--reps`` times, each in a fresh persistent store; medians are reported.
 
-Records are made by :mod:`remy_retriever.records` (the stored format's one home) before
+Records are made by :mod:`remy_retriever.schema.records` (the stored format's one home) before
 the clock starts, so only the upserts are timed.
 """
 
@@ -31,8 +31,14 @@ from typing import Any
 import numpy as np
 
 from benchmarks import common
-from remy_retriever.documents import Chunk, Document
-from remy_retriever.records import TEXT_KEY, chunk_id, chunk_metadata, document_metadata, pack
+from remy_retriever.schema.document import Chunk, Document
+from remy_retriever.schema.records import (
+    TEXT_KEY,
+    chunk_id,
+    chunk_metadata,
+    document_metadata,
+    pack,
+)
 
 STAMP = "2026-01-01T00:00:00.000000Z"
 TITLE = "A title"

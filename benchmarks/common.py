@@ -2,7 +2,7 @@
 (one per system, so that peak RSS is per system), cached-vector embedders and output.
 
 Nothing here is part of the library; the benchmarks use remy-retriever's public API plus a
-few documented hooks (``Retriever.dense`` / ``Retriever.lexical``).
+few white-box hooks (``Retriever._sync.dense`` / ``._sync.lexical``, internal).
 """
 
 from __future__ import annotations
@@ -147,7 +147,7 @@ def dir_size_mib(path: str | os.PathLike[str]) -> float:
 
 
 def percentile(values: Sequence[float], pct: float) -> float:
-    """Nearest-rank percentile (same rule as ``remy_retriever.evaluation``)."""
+    """Nearest-rank percentile (same rule as ``remy_retriever.evaluation.beir``)."""
     if not values:
         return 0.0
     ordered = sorted(values)
@@ -342,7 +342,7 @@ def _probe_text() -> str:
 
 
 def minilm_path() -> str:
-    from remy_retriever.embeddings import resolve_model_path
+    from remy_retriever.models.embeddings import resolve_model_path
 
     return resolve_model_path(None)
 

@@ -4,7 +4,7 @@
 
 Exports all-MiniLM-L6-v2 to fp32 ONNX through remy's own export cache, quantizes it
 dynamically several ways (int8 weights, one scale per output channel, only MatMuls with
-a constant weight, as ``remy_retriever.onnx_export._quantize``; each recipe leaves some
+a constant weight, as ``remy_retriever.models.onnx_export._quantize``; each recipe leaves some
 MatMuls fp32), embeds the first ``--texts`` SciFact abstracts (title + text, 256 tokens,
 batches of 32, 2 threads) with each, and reports the cosine of every vector to its fp32
 vector and the batch time. It is the quick screen; the recipe kept was then measured
@@ -80,8 +80,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from onnxruntime.quantization import QuantType, quantize_dynamic
     from transformers import AutoTokenizer
 
-    from remy_retriever.embeddings import resolve_model_path
-    from remy_retriever.onnx_export import ensure_exported
+    from remy_retriever.models.embeddings import resolve_model_path
+    from remy_retriever.models.onnx_export import ensure_exported
 
     model_dir = Path(resolve_model_path(None))
     fp32 = ensure_exported(model_dir, "none").path

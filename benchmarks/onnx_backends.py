@@ -6,7 +6,7 @@ memory never touch another's):
 - ingest throughput: ``Retriever.add`` of the corpus (or its first ``--max-docs``
   documents), embedding included, in chunks/s; the embedding's share is timed apart;
 - single-query embedding: ``embed_query`` on the judged queries, one at a time, p50/p95;
-- quality: nDCG@10 (ir-measures, through ``remy_retriever.evaluation``) over the full
+- quality: nDCG@10 (ir-measures, through ``remy_retriever.evaluation.beir``) over the full
   corpus in semantic mode (the embedder alone decides) and in hybrid mode (the default
   fusion); the query-vector cache is cleared first, so every query is embedded.
 
@@ -82,9 +82,10 @@ class TimedEmbedder:
 
 
 def worker(args: argparse.Namespace) -> dict[str, Any]:
+    from remy_retriever.evaluation.beir.beir import evaluate, load_beir
+
     from remy_retriever import Retriever
-    from remy_retriever.embeddings import make_embedder
-    from remy_retriever.evaluation import evaluate, load_beir
+    from remy_retriever.models.embeddings import make_embedder
     from remy_retriever.search.query_cache import QUERY_VECTORS
 
     out: dict[str, Any] = {"backend": args.backend, "load_average_start": common.load_average()}
@@ -138,7 +139,7 @@ def worker(args: argparse.Namespace) -> dict[str, Any]:
 def _exact_ranker(r: Any, embedder: Any) -> Any:
     import numpy as np
 
-    got = r.dense.collection.get(include=["embeddings"])
+    got = r._sync.dense.collection.get(include=["embeddings"])
     ids = list(got["ids"])
     matrix = np.asarray(got["embeddings"], dtype=np.float32)
     matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
@@ -157,9 +158,9 @@ def round_robin(args: argparse.Namespace) -> dict[str, Any]:
     time in turn (torch on its default threads and on one thread), so that all of them
     see the same moment's load."""
     import torch
+    from remy_retriever.evaluation.beir.beir import load_beir
 
-    from remy_retriever.embeddings import make_embedder
-    from remy_retriever.evaluation import load_beir
+    from remy_retriever.models.embeddings import make_embedder
 
     default_threads = torch.get_num_threads()
     embedders = {b: make_embedder(None, b) for b in BACKENDS}

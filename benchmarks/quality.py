@@ -75,8 +75,9 @@ TEAM_REFERENCE = {
 
 def prepare(dataset_dir: str, eval_cache: Path, cache: Path) -> Path:
     """Cache ``chunks.json``/``chunks.npy``/``queries.json``/``queries.npy`` for a dataset."""
+    from remy_retriever.evaluation.beir.beir import load_beir
+
     import remy_retriever  # registers the "remy" embedding function with chromadb
-    from remy_retriever.evaluation import load_beir
 
     ds = load_beir(dataset_dir)
     out = cache / "quality" / f"{ds.name}-{ds.fingerprint}"
@@ -121,7 +122,7 @@ def prepare(dataset_dir: str, eval_cache: Path, cache: Path) -> Path:
 def _read_collection(store: Path) -> tuple[list[str], list[str], np.ndarray]:
     import chromadb
 
-    from remy_retriever.records import TEXT_KEY
+    from remy_retriever.schema.records import TEXT_KEY
 
     if not (store / "chroma.sqlite3").is_file():
         return [], [], np.zeros((0, 0), dtype=np.float32)
@@ -162,7 +163,7 @@ def _load_prepared(prepared: Path) -> tuple[dict[str, Any], np.ndarray, dict[str
 
 
 def _dataset(path: str, max_queries: int | None) -> Any:
-    from remy_retriever.evaluation import load_beir
+    from remy_retriever.evaluation.beir.beir import load_beir
 
     ds = load_beir(path)
     if max_queries:
@@ -172,7 +173,7 @@ def _dataset(path: str, max_queries: int | None) -> Any:
 
 
 def _evaluate(ds: Any, rank: Callable[[str], Sequence[tuple[str, float]]]) -> dict[str, float]:
-    from remy_retriever.evaluation import evaluate
+    from remy_retriever.evaluation.beir.beir import evaluate
 
     for text in list(ds.queries.values())[:3]:  # warm-up, untimed
         rank(text)
@@ -213,7 +214,8 @@ def _build_ours(ds: Any, tmp: Path, embedder: Any) -> tuple[Any, float]:
 
 
 def _check_chunks(r: Any, chunks: dict[str, Any]) -> bool:
-    ids = {rec[0] for page in r.dense.iter_all(documents=False, metadatas=False) for rec in page}
+    pages = r._sync.dense.iter_all(documents=False, metadatas=False)
+    ids = {rec[0] for page in pages for rec in page}
     return ids == set(chunks["ids"])
 
 

@@ -76,7 +76,7 @@ def _embedded(data: SweepData, kind: str, texts: list[str]) -> np.ndarray:
     if cache.is_file():
         vectors = np.load(cache)
     else:
-        from remy_retriever.embeddings import make_embedder
+        from remy_retriever.models.embeddings import make_embedder
 
         started = time.perf_counter()
         vectors = np.asarray(make_embedder(None, "onnx").embed_documents(texts), dtype=np.float32)
@@ -244,8 +244,9 @@ def main() -> int:
     p.add_argument("--split", default="train")
     p.add_argument("--out", type=Path, default=common.RESULTS_DIR)
     args = p.parse_args()
+    from remy_retriever.evaluation.beir.beir import load_beir
+
     from benchmarks.quality import prepare
-    from remy_retriever.evaluation import load_beir
 
     data = load(args.dataset, args.split)
     corpus = dict(load_beir(args.dataset, split=args.split).corpus)

@@ -6,7 +6,7 @@ chunk) with random unit vectors; each chunk is a whole document ``s<i>`` with me
 vectors. The corpus is generated once into ``--cache`` and reused by every run.
 
 Document and chunk ids are made here and nowhere else in the benchmark; chunk ids come
-from :func:`remy_retriever.records.chunk_id`, as the index stores them.
+from :func:`remy_retriever.schema.records.chunk_id`, as the index stores them.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from remy_retriever.records import chunk_id
+from remy_retriever.schema.records import chunk_id
 
 DIM = 384
 VOCAB = 50_000

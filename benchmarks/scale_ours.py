@@ -7,7 +7,7 @@ into the two stores, and :func:`reuse_ours` opening one an earlier worker left b
 visible in both indexes.
 
 The bulk path makes its ids, chunk metadata and lexical records with
-:mod:`remy_retriever.records` (the stored format's one home), never by hand.
+:mod:`remy_retriever.schema.records` (the stored format's one home), never by hand.
 """
 
 from __future__ import annotations
@@ -81,9 +81,9 @@ def build_ours(
     embedder = common.CachedEmbedder(common.VectorTable(texts, vectors), queries, tokenizer=False)
     r = _open(root, embedder, hnsw)
     timers = Timers()
-    timers.wrap(r.dense, "upsert", "dense_upsert_s")
-    timers.wrap(r.document_table, "upsert", "document_table_s")
-    timers.wrap(r.lexical, "apply", "lexical_apply_s")
+    timers.wrap(r._sync.dense, "upsert", "dense_upsert_s")
+    timers.wrap(r._sync.table, "upsert", "document_table_s")
+    timers.wrap(r._sync.lexical, "apply", "lexical_apply_s")
     timers.wrap(embedder, "embed_documents", "vector_lookup_s")
     from remy_retriever.ingest import writer
 
@@ -133,11 +133,11 @@ def chunk_records(
 ) -> tuple[list[str], list[dict[str, Any]]]:
     """Chunk ids and chunk metadata (unpacked) of rows ``start..stop-1``, each a
     one-chunk document, made as ``Retriever.add`` makes them: by
-    :func:`remy_retriever.records.chunk_metadata`. ``doc_hash`` is the document's own
+    :func:`remy_retriever.schema.records.chunk_metadata`. ``doc_hash`` is the document's own
     content hash (``Retriever.add`` also signs it with its chunker settings; with no
     document table written, nothing compares the two)."""
-    from remy_retriever.documents import Chunk
-    from remy_retriever.records import chunk_id, chunk_metadata
+    from remy_retriever.schema.document import Chunk
+    from remy_retriever.schema.records import chunk_id, chunk_metadata
 
     ids: list[str] = []
     metas: list[dict[str, Any]] = []
@@ -160,7 +160,7 @@ def chunk_records(
 
 def lexical_records(records: Iterable[tuple[str, str, dict[str, Any]]]) -> list[Any]:
     """``(chunk id, text, metadata)`` records as the lexical index takes them."""
-    from remy_retriever.records import to_lexical_records
+    from remy_retriever.schema.records import to_lexical_records
 
     return to_lexical_records(records)
 
@@ -179,19 +179,19 @@ def bulk_ours(
     Chroma's max batch with the full 13-key chunk metadata ``Retriever.add`` writes, and
     lexical commits of 10,000 records; no document table (search does not read it).
     Then the lexical state is stamped in sync, as ``Retriever.add`` does. Ids, metadata
-    and lexical records come from :mod:`remy_retriever.records` (:func:`chunk_records`,
+    and lexical records come from :mod:`remy_retriever.schema.records` (:func:`chunk_records`,
     :func:`lexical_records`).
 
     ``documents_for_peers``: also write each text into Chroma's ``documents`` (remy keeps
     it in the metadata), for peers that wrap this collection and read ``documents``;
     it makes this ingest slower (Chroma full-text-indexes ``documents``)."""
-    from remy_retriever.records import pack
+    from remy_retriever.schema.records import pack
 
     embedder = common.CachedEmbedder(None, queries, tokenizer=False)
     embedder.docs = common.VectorTable(texts, vectors)
     r = _open(root, embedder, hnsw)
     target = len(texts)
-    step = r.dense.max_batch
+    step = r._sync.dense.max_batch
     dense_s = lexical_s = 0.0
     cpu0 = time.process_time()
     started = time.perf_counter()
@@ -206,18 +206,18 @@ def bulk_ours(
             b = min(hi - lo, a + step)
             if documents_for_peers:
                 # The layout DenseStore.upsert writes (records.pack), plus ``documents``.
-                r.dense.collection.upsert(
+                r._sync.dense.collection.upsert(
                     ids=ids[a:b],
                     embeddings=np.asarray(vectors[lo + a : lo + b]),
                     documents=texts[lo + a : lo + b],
                     metadatas=pack(metas[a:b], texts[lo + a : lo + b]),
                 )
                 continue
-            r.dense.upsert(
+            r._sync.dense.upsert(
                 ids[a:b], np.asarray(vectors[lo + a : lo + b]), texts[lo + a : lo + b], metas[a:b]
             )
         t1 = time.perf_counter()
-        r.lexical.apply(upserts=lexical_records(zip(ids, texts[lo:hi], metas)))
+        r._sync.lexical.apply(upserts=lexical_records(zip(ids, texts[lo:hi], metas)))
         t2 = time.perf_counter()
         dense_s += t1 - t0
         lexical_s += t2 - t1
@@ -227,14 +227,14 @@ def bulk_ours(
         if time.perf_counter() - started > budget_s and n < target:
             print(f"[scale]   ingest budget {budget_s:.0f} s exhausted at {n:,}", flush=True)
             break
-    token = r.dense.bump_generation()
-    r.lexical.save_state(
-        {**r.lexical.state, "generation": token, "last_sync_ms": now_ms, "dirty": False}
+    token = r._sync.dense.bump_generation()
+    r._sync.lexical.save_state(
+        {**r._sync.lexical.state, "generation": token, "last_sync_ms": now_ms, "dirty": False}
     )
     total = time.perf_counter() - started
     cpu = time.process_time() - cpu0
-    if r.count() != n or r.lexical.count() != n:
-        msg = f"expected {n} chunks, got {r.count()} / {r.lexical.count()}"
+    if r.count() != n or r._sync.lexical.count() != n:
+        msg = f"expected {n} chunks, got {r.count()} / {r._sync.lexical.count()}"
         raise RuntimeError(msg)
     ingest: dict[str, Any] = {
         "path": "bulk: DenseStore.upsert + LexicalIndex.apply (no document table)"
@@ -271,8 +271,8 @@ def reuse_ours(
     embedder.docs = common.VectorTable(texts, vectors)
     r = _open(root, embedder, hnsw)
     n = r.count()
-    if n != len(texts) or r.lexical.count() != n:
-        msg = f"reused index has {n} / {r.lexical.count()} chunks, expected {len(texts)}"
+    if n != len(texts) or r._sync.lexical.count() != n:
+        msg = f"reused index has {n} / {r._sync.lexical.count()} chunks, expected {len(texts)}"
         raise RuntimeError(msg)
     return r, embedder, {"reused_index": str(root), "ingested": n, "target": len(texts)}
 
@@ -297,8 +297,8 @@ def ours_probe(r: Any, embedder: Any, texts: list[str], n: int) -> dict[str, Any
     sample = list(range(0, count, 100))
 
     def visible() -> tuple[int, int]:
-        dense = len(r.dense.get(ids=ids, documents=False, metadatas=False))
-        lexical = len(r.lexical.hashes(ids))
+        dense = len(r._sync.dense.get(ids=ids, documents=False, metadatas=False))
+        lexical = len(r._sync.lexical.hashes(ids))
         return dense, lexical
 
     def searchable(present: bool) -> bool:

@@ -145,7 +145,8 @@ def build_llamaindex(
     else:
         # Query ours' existing Chroma collection (same chunks, vectors and text).
         index = VectorStoreIndex.from_vector_store(
-            ChromaVectorStore(chroma_collection=shared.dense.collection), embed_model=embed_model
+            ChromaVectorStore(chroma_collection=shared._sync.dense.collection),
+            embed_model=embed_model,
         )
     bm25 = BM25Retriever.from_defaults(nodes=nodes, similarity_top_k=CANDIDATES)
     del nodes

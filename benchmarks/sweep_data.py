@@ -47,7 +47,7 @@ class SweepData:
 
 
 def load(dataset_dir: str, split: str) -> SweepData:
-    from remy_retriever.evaluation import load_beir
+    from remy_retriever.evaluation.beir.beir import load_beir
 
     ds = load_beir(dataset_dir, split=split)
     out = common.CACHE_DIR / "sweep" / f"{ds.name}-{ds.fingerprint}-{split}.pkl"
@@ -74,7 +74,7 @@ def load(dataset_dir: str, split: str) -> SweepData:
         known.update(zip(missing, extra))
     qvecs = np.stack([known[t] for t in texts]).astype(np.float32)
     from remy_retriever import Retriever
-    from remy_retriever.records import document_id_of
+    from remy_retriever.schema.records import document_id_of
     from remy_retriever.search.calibration import query_ceiling
 
     ids: list[str] = chunks["ids"]
@@ -101,10 +101,10 @@ def load(dataset_dir: str, split: str) -> SweepData:
         for i, text in enumerate(texts):
             # The lexical top-100, plus the BM25 of the dense top-100 (the library's fill).
             top = np.argsort(-cosines[i], kind="stable")[:CANDIDATES]
-            got = r.lexical.search(text, CANDIDATES)
-            got += r.lexical.search(text, CANDIDATES, among=[ids[j] for j in top.tolist()])
+            got = r._sync.lexical.search(text, CANDIDATES)
+            got += r._sync.lexical.search(text, CANDIDATES, among=[ids[j] for j in top.tolist()])
             bm25.append({index[c]: s for c, s in got if c in index})
-            ceilings.append(query_ceiling(text, r.lexical.idf))
+            ceilings.append(query_ceiling(text, r._sync.lexical.idf))
     data = SweepData(
         ds.name,
         split,

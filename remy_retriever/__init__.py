@@ -6,53 +6,76 @@
 >>> hits = r.search("how do I install", mode="hybrid", k=5)
 """
 
-from .documents import Document
-from .embeddings import Embedder, SentenceTransformerEmbedder
 from .errors import (
+    AccessDeniedError,
     CollectionNotFoundError,
+    DocumentNotFoundError,
     IndexLockedError,
     InvalidDocumentError,
     InvalidFilterError,
     InvalidInputError,
     InvalidQueryError,
+    InvalidResponseError,
+    LexicalIndexCorruptError,
+    MemoryNotFoundError,
+    MemoryStateError,
+    MissingExtraError,
     ModelLoadError,
+    NotFoundError,
     RemyError,
+    RerankerUnavailableError,
     ServerUnavailableError,
     StoreError,
+    UnauthorizedError,
 )
-from .hits import BranchExplain, Citation, Match, SearchExplain, SearchHit
 from .memory import Memory, MemoryStore
-from .onnx_embedder import OnnxEmbedder
-from .options import SearchOptions
-from .rerankers import CrossEncoderReranker, Reranker
-from .responses import DocumentSearchResponse, MemorySearchResponse
-from .retriever import DoctorReport, IngestReport, Retriever, StoredDocument
+from .models.embeddings import Embedder, SentenceTransformerEmbedder
+from .models.onnx_embedder import OnnxEmbedder
+from .models.rerankers import CrossEncoderReranker, Reranker
+from .retriever import DoctorReport, FileIssue, IngestReport, Retriever, StoredDocument
+from .schema.document import Document
+from .schema.hits import BranchExplain, Citation, Match, SearchExplain, SearchHit
+from .schema.options import SearchOptions
 from .search.calibration import ScoredHit
+from .search.tuning import TuneReport
+from .supermemory.responses import DocumentSearchResponse, MemorySearchResponse
+from .util.retry import RetryPolicy
 
 __all__ = [
+    "AccessDeniedError",
     "BranchExplain",
     "Citation",
     "CollectionNotFoundError",
     "CrossEncoderReranker",
     "DoctorReport",
     "Document",
+    "DocumentNotFoundError",
     "DocumentSearchResponse",
     "Embedder",
+    "FileIssue",
     "IndexLockedError",
     "IngestReport",
     "InvalidDocumentError",
     "InvalidFilterError",
     "InvalidInputError",
     "InvalidQueryError",
+    "InvalidResponseError",
+    "LexicalIndexCorruptError",
     "Match",
     "Memory",
+    "MemoryNotFoundError",
     "MemorySearchResponse",
+    "MemoryStateError",
     "MemoryStore",
+    "MissingExtraError",
     "ModelLoadError",
+    "NotFoundError",
     "OnnxEmbedder",
     "RemyError",
     "Reranker",
+    "RerankerUnavailableError",
     "Retriever",
+    "RetryPolicy",
     "ScoredHit",
     "SearchExplain",
     "SearchHit",
@@ -61,5 +84,7 @@ __all__ = [
     "ServerUnavailableError",
     "StoreError",
     "StoredDocument",
+    "TuneReport",
+    "UnauthorizedError",
 ]
 __version__ = "0.1.0"

@@ -7,18 +7,29 @@ already catch those keep working.
 
 from __future__ import annotations
 
+import typing as _typing
+
 __all__ = [
+    "AccessDeniedError",
     "CollectionNotFoundError",
+    "DocumentNotFoundError",
     "IndexLockedError",
     "InvalidDocumentError",
     "InvalidFilterError",
     "InvalidInputError",
     "InvalidQueryError",
+    "InvalidResponseError",
+    "LexicalIndexCorruptError",
+    "MemoryNotFoundError",
+    "MemoryStateError",
+    "MissingExtraError",
     "ModelLoadError",
+    "NotFoundError",
     "RemyError",
     "RerankerUnavailableError",
     "ServerUnavailableError",
     "StoreError",
+    "UnauthorizedError",
 ]
 
 
@@ -51,7 +62,7 @@ class ModelLoadError(RemyError):
 
 
 #: How to give the Python API a cross-encoder (the other doors name their own flag).
-RERANKER_FIX = (
+_RERANKER_FIX = (
     "pass the directory of a local cross-encoder: Retriever(reranker=PATH), or rerank=PATH "
     "in the search"
 )
@@ -62,7 +73,7 @@ class RerankerUnavailableError(ModelLoadError):
     downloads one). ``problem`` says what is missing; ``fix`` how to give one, in the
     words of the entry point used: :meth:`for_door` restates it for a flag or variable."""
 
-    def __init__(self, problem: str, fix: str = RERANKER_FIX) -> None:
+    def __init__(self, problem: str, fix: str = _RERANKER_FIX) -> None:
         super().__init__(f"{problem}; {fix}")
         self.problem = problem
         self.fix = fix
@@ -82,3 +93,48 @@ class IndexLockedError(RemyError):
 
 class StoreError(RemyError):
     """A store failed in a way not covered by a more specific error."""
+
+
+class LexicalIndexCorruptError(StoreError):
+    """The lexical index files are missing or unreadable. The index is derived from
+    Chroma: discard it (:meth:`LexicalIndex.reset`) and rebuild; a Retriever does that
+    by itself on open and when a search runs into the damage."""
+
+
+class InvalidResponseError(InvalidInputError):
+    """A search response (JSON or dict) does not match the wire schema. ``errors`` holds
+    pydantic's error list; the message names each offending field by its wire path."""
+
+    def __init__(self, message: str, errors: list[dict[str, _typing.Any]] | None = None) -> None:
+        super().__init__(message)
+        self.errors = errors or []
+
+
+class UnauthorizedError(RemyError):
+    """No API key, or an unknown one (HTTP 401)."""
+
+
+class AccessDeniedError(RemyError):
+    """The key may not use a container tag the request names (HTTP 403)."""
+
+
+class NotFoundError(RemyError, LookupError):
+    """No such document or memory, as far as this key can tell (HTTP 404)."""
+
+
+class MissingExtraError(RemyError, ImportError):
+    """A loader needs an optional dependency that is not installed; the message names
+    the extra that installs it (see :func:`missing_extra_message`)."""
+
+
+class MemoryNotFoundError(RemyError, LookupError):
+    """No memory has this id."""
+
+
+class MemoryStateError(InvalidInputError):
+    """The operation does not apply to the memory in its current state (e.g. updating a
+    version that a newer version already replaced, or a forgotten memory)."""
+
+
+class DocumentNotFoundError(RemyError, LookupError):
+    """No such document, as far as the caller's scope can tell."""

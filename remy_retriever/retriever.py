@@ -9,42 +9,52 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import chromadb
 
-from .documents import Document, validate_document_id
-from .embeddings import Embedder
-from .errors import InvalidInputError, ServerUnavailableError
-from .filters import parse_where, to_chroma
-from .hits import SearchHit
-from .ingest.files import DEFAULT_MAX_DOCUMENT_BYTES
+from .errors import InvalidInputError, ServerUnavailableError, StoreError
+from .ingest.files import DEFAULT_MAX_DOCUMENT_BYTES, FileIssue
 from .ingest.folder import ingest_paths
-from .ingest.writer import Ingestor, IngestReport, show_progress
-from .options import SearchOptions, check_int
-from .records import document_id_of
-from .reprs import short_repr
-from .rerankers import Reranker, resolve_reranker
-from .responses import DocumentSearchResponse
-from .retry import RetryPolicy
+from .ingest.writer import Ingestor, IngestReport
+from .models.embeddings import Embedder
+from .models.rerankers import Reranker, resolve_reranker
+from .schema.document import Document, MetadataValue, validate_document_id
+from .schema.filters import parse_where, to_chroma
+from .schema.hits import SearchHit
+from .schema.options import SearchOptions, check_int
+from .schema.records import document_id_of
+from .schema.validation import as_list
 from .search.calibration import ScoredHit
 from .search.entry import Searches
 from .search.pipeline import SearchPipeline
 from .search.tuning import TuneReport, collect, fit
-from .stores.dense import DenseStore, check_hnsw
-from .stores.documents import DocumentTable, StoredDocument
+from .search.values import MAX_SCANNED_VALUES as MAX_VALUES
+from .search.values import metadata_values
+from .stores.chroma import open_client
+from .stores.dense import check_hnsw
+from .stores.document_table import TABLE_SUFFIX, StoredDocument
 from .stores.identity import prepare_embedder
-from .stores.lexical import LexicalIndex
 from .stores.opening import check_location, open_stores
 from .stores.sync import DoctorReport
 from .stores.tantivy_schema import check_bm25_statistics
-from .validation import as_list
+from .supermemory.responses import DocumentSearchResponse
+from .util.progress import show_progress
+from .util.reprs import short_repr
+from .util.retry import RetryPolicy
 
 Queries = Mapping[str, str]
 Qrels = Mapping[str, Mapping[str, int]]
 
-__all__ = ["DoctorReport", "IngestReport", "Retriever", "StoredDocument"]
+__all__ = [
+    "DoctorReport",
+    "FileIssue",
+    "IngestReport",
+    "Retriever",
+    "StoredDocument",
+    "list_collections",
+]
 
 _COLLECTION_NAME = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9._-]{1,510})[a-zA-Z0-9]")
 
@@ -62,7 +72,7 @@ class Retriever:
         >>> r = Retriever(client=chromadb.HttpClient(host="127.0.0.1", port=8000),
         ...               collection="docs", lexical_path="./remy_lex")
 
-    Search options are :class:`~remy_retriever.options.SearchOptions` (defaults chosen by
+    Search options are :class:`~remy_retriever.schema.options.SearchOptions` (defaults chosen by
     measurement); :meth:`tune` fits the fusion options on judged queries and stores them
     in the collection (:attr:`search_config`), and later searches that do not set those
     options use them. Writers on one server see each other's writes: the lexical index
@@ -156,21 +166,6 @@ class Retriever:
         return self._sync.dense.embedder
 
     @property
-    def dense(self) -> DenseStore:
-        """The Chroma collection (vectors, chunk text and metadata)."""
-        return self._sync.dense
-
-    @property
-    def lexical(self) -> LexicalIndex:
-        """The BM25 index (derived from Chroma)."""
-        return self._sync.lexical
-
-    @property
-    def document_table(self) -> DocumentTable:
-        """Whole documents, beside their chunks."""
-        return self._sync.table
-
-    @property
     def search_config(self) -> dict[str, Any]:
         """The search options stored for the collection (``remy tune``,
         :meth:`set_search_config`), read afresh: another process's change shows here and
@@ -185,10 +180,10 @@ class Retriever:
 
     def count(self) -> int:
         """Number of chunks stored."""
-        return self.dense.count()
+        return self._sync.dense.count()
 
     def close(self) -> None:
-        self.lexical.close()
+        self._sync.lexical.close()
 
     def __enter__(self) -> Retriever:
         return self
@@ -269,16 +264,30 @@ class Retriever:
         """The stored documents (full text, citation fields, timestamps) for these ids;
         unknown ids are left out."""
         wanted = as_list(document_ids, "get_documents()", "['guide'] (a list of document ids)")
-        return self.document_table.stored([validate_document_id(d) for d in wanted])
+        return self._sync.table.stored([validate_document_id(d) for d in wanted])
 
     def document_ids(self, where: Mapping[str, Any] | None = None) -> list[str]:
         """The ids of the documents that have a chunk matching ``where`` (all documents
         for ``None``), sorted."""
         tree = parse_where(where)
         ids: set[str] = set()
-        for page in self.dense.iter_all(where=to_chroma(tree), documents=False):
+        for page in self._sync.dense.iter_all(where=to_chroma(tree), documents=False):
             ids.update(document_id_of(cid, meta) for cid, _, meta in page)
         return sorted(ids)
+
+    def iter_document_metadata(
+        self, *, page: int = 1000
+    ) -> Iterator[list[tuple[str, dict[str, Any]]]]:
+        """Every stored document's ``(id, metadata)``, a page at a time (cheap to leave
+        early: one record per document, not per chunk)."""
+        return self._sync.table.iter_metadata(page=page)
+
+    def metadata_values(
+        self, key: str, *, where: Mapping[str, Any] | None = None, limit: int = MAX_VALUES
+    ) -> list[MetadataValue]:
+        """The distinct values stored under ``key`` by the chunks matching ``where`` only
+        (:mod:`remy_retriever.search.values`; over ``limit``: InvalidFilterError)."""
+        return metadata_values(self._sync.dense, key, where=where, limit=limit)
 
     def search(
         self, query: str, options: SearchOptions | None = None, **kwargs: Any
@@ -288,7 +297,7 @@ class Retriever:
         Options are keywords (``mode``, ``k``, ``where``, ``candidates``, ``fusion``,
         ``weights``, ``rrf_k``, ``alpha``, ``rerank``, ``rerank_depth``, ``min_score``,
         ``explain``, ``expand``, ``highlight``: see
-        :class:`~remy_retriever.options.SearchOptions`), or a ``SearchOptions`` with
+        :class:`~remy_retriever.schema.options.SearchOptions`), or a ``SearchOptions`` with
         keywords overriding it. With reranking, ``score`` is the reranker's 0-1 relevance
         and ``retrieval_rank`` / ``retrieval_score`` keep the position and score from
         before; without, those two are ``None``.
@@ -335,6 +344,24 @@ class Retriever:
     ) -> DocumentSearchResponse:
         """Hits grouped by document with 0-1 scores, in the supermemory document-search
         shape; the grouping options (``limit``, thresholds, ...) and scoring rules are in
-        :func:`remy_retriever.search.documents.search_documents`. Search options resolve
+        :func:`remy_retriever.search.grouped.search_documents`. Search options resolve
         as in :meth:`search` (``rerank`` is off unless asked for)."""
         return self._searches.documents(query, options, kwargs, reranker=self.reranker)
+
+
+def list_collections(
+    path: str | os.PathLike[str] | None = None, *, client: Any = None
+) -> list[str]:
+    """The names of the remy collections in a store, sorted: the embedded store at
+    ``path`` (default ``./remy_data``) or the Chroma server behind ``client``. Creates
+    nothing: a missing store raises :class:`CollectionNotFoundError`; a store that cannot
+    be listed raises :class:`StoreError`."""
+    where = "on the server" if client is not None else repr(str(path or "./remy_data"))
+    if client is None:
+        client = open_client(path, None, create=False).client
+    try:
+        names = sorted(c.name for c in client.list_collections())
+    except Exception as exc:
+        msg = f"cannot list the collections of the store {where}: {exc}"
+        raise StoreError(msg) from exc
+    return [n for n in names if not n.endswith(TABLE_SUFFIX)]

@@ -5,7 +5,7 @@ One module per command, each with ``add_parser(subparsers)`` and ``run(args) -> 
 this module puts them together. The commands use the public API (the package's top-level
 names, :class:`~remy_retriever.retriever.Retriever`,
 :func:`~remy_retriever.ingest.files.load_files`, :class:`~remy_retriever.memory.MemoryStore`
-and :mod:`remy_retriever.evaluation`), plus :mod:`.common`'s look at which collections a
+and :mod:`remy_retriever.evaluation.beir`), plus :mod:`.common`'s look at which collections a
 store has (so that a command that reads creates nothing).
 
 Exit codes: 0 done, 1 (``remy doctor``) drift found and left, 2 an error. Every error,

@@ -14,19 +14,16 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 import chromadb
 
-from ..embeddings import BACKENDS as EMBEDDER_BACKENDS
 from ..errors import (
     CollectionNotFoundError,
     InvalidFilterError,
     InvalidInputError,
     RerankerUnavailableError,
     ServerUnavailableError,
-    StoreError,
 )
-from ..rerankers import DEFAULT_RERANKER, CrossEncoderReranker, Reranker, local_model
-from ..retriever import Retriever
-from ..stores.chroma import open_client
-from ..stores.documents import TABLE_SUFFIX
+from ..models.embeddings import BACKENDS as EMBEDDER_BACKENDS
+from ..models.rerankers import DEFAULT_RERANKER, CrossEncoderReranker, Reranker, local_model
+from ..retriever import Retriever, list_collections
 
 if TYPE_CHECKING:
     from ..memory import MemoryStore
@@ -181,15 +178,8 @@ def require_collection(db: str | None, collection: str, client: Any = None) -> N
     """Raise :class:`CollectionNotFoundError` unless the embedded store ``db`` (or the
     server ``client``) exists and has ``collection``, naming the collections it does
     have. Creates nothing."""
-    if client is None:
-        client = open_client(db, None, create=False).client
     where = repr(db) if db is not None else "on the server"
-    try:
-        names = sorted(c.name for c in client.list_collections())
-    except Exception as exc:
-        msg = f"cannot list the collections of the store {where}: {exc}"
-        raise StoreError(msg) from exc
-    names = [n for n in names if not n.endswith(TABLE_SUFFIX)]
+    names = list_collections(db, client=client)
     if collection in names:
         return
     if names:
@@ -257,7 +247,7 @@ def rerank_model(args: argparse.Namespace) -> str | None:
     else the default model if it is in the Hugging Face cache. The CLI never downloads a
     model: when none is on this machine it raises
     :class:`~remy_retriever.errors.RerankerUnavailableError` at once (the engine's rule,
-    :func:`~remy_retriever.rerankers.local_model`, with the CLI's fix), before a store is
+    :func:`~remy_retriever.models.rerankers.local_model`, with the CLI's fix), before a store is
     opened or torch is imported."""
     flag = getattr(args, "rerank", None)
     chosen = getattr(args, "rerank_model", None)

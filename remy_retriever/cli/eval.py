@@ -10,10 +10,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..evaluation import BeirDataset, evaluate, load_beir, machine_info
-from ..ingest.writer import show_progress
-from ..rerankers import CrossEncoderReranker
+from ..evaluation.beir import BeirDataset, evaluate, load_beir, machine_info
+from ..models.rerankers import CrossEncoderReranker
 from ..retriever import Retriever
+from ..util.progress import show_progress
 from .common import (
     LEXICAL_HELP,
     PROGRESS_HELP,

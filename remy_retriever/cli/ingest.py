@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..ingest.files import FileIssue, check_id_prefix, check_paths
+from ..retriever import FileIssue
+from ..schema.document import check_id_prefix
+from ..util.paths import check_paths
 from .common import PROGRESS_HELP, add_store_flags, json_object, open_retriever
 
 __all__ = ["add_parser", "run"]

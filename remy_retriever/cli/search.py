@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 
 from .. import SearchHit
-from ..hits import SearchExplain, pages_label
+from ..schema.hits import SearchExplain, pages_label
 from .common import (
     add_rerank_flags,
     add_store_flags,

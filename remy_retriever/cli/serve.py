@@ -1,4 +1,4 @@
-"""``remy serve``: the supermemory-compatible HTTP API (:mod:`remy_retriever.server`).
+"""``remy serve``: the supermemory-compatible HTTP API (:mod:`remy_retriever.http_api`).
 
 Needs the ``server`` extra (FastAPI, uvicorn, python-multipart), imported only when the
 command runs. Without an API key (``--api-key``, or ``REMY_API_KEYS``: keys separated by
@@ -64,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
         import uvicorn
 
         # lazy: the server package imports FastAPI.
-        from ..server import DEFAULT_MAX_BODY_BYTES, KeyRing, Service, create_app, parse_api_key
+        from ..http_api import DEFAULT_MAX_BODY_BYTES, KeyRing, Service, create_app, parse_api_key
     except ImportError as exc:
         msg = (
             f"remy serve needs the server extra ({exc.name} is missing): "

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InvalidInputError
-from ..evaluation import load_beir, load_qrels, load_queries
+from ..evaluation.beir import load_beir, load_qrels, load_queries
 from ..retriever import Retriever
 from .common import add_store_flags, open_retriever, print_json, require_collection
 from .eval import eval_store

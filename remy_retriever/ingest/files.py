@@ -1,4 +1,4 @@
-"""Read files from disk into :class:`~remy_retriever.documents.Document` objects.
+"""Read files from disk into :class:`~remy_retriever.schema.document.Document` objects.
 
 Used by :meth:`remy_retriever.retriever.Retriever.ingest` and by ``remy ingest``. Only
 reads and validates: nothing here touches a store. Each file is turned into text by the
@@ -18,24 +18,22 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..documents import Document, validate_document_id
 from ..errors import InvalidDocumentError, InvalidInputError
 from ..loaders import MissingExtraError, loader_for
-from ..reprs import short_repr
+from ..schema.document import Document, check_id_prefix
+from ..util.paths import check_path, inside, printable
+from ..util.reprs import short_repr
 
 __all__ = [
     "DEFAULT_MAX_DOCUMENT_BYTES",
     "FileIssue",
     "LoadedFiles",
-    "check_id_prefix",
-    "check_paths",
     "document_id_for",
     "load_files",
-    "resolve_inside",
 ]
 
 #: The default largest document, in bytes of UTF-8 text (``Retriever(max_document_bytes=)``).
@@ -112,7 +110,7 @@ def load_files(
     missing extra); unsupported types and links leaving the folder are still skipped.
     Document ids are ``id_prefix`` plus the paths relative to ``path`` (POSIX style, see
     :func:`document_id_for`)."""
-    shown = _check_path(path)
+    shown = check_path(path)
     prefix = check_id_prefix(id_prefix)
     try:
         info = os.stat(shown)
@@ -139,7 +137,7 @@ def load_files(
     try:
         doc = _document(real, name, shown, meta, max_bytes, prefix)
     except (_Skip, _Fail) as exc:
-        msg = f"cannot ingest {_printable(shown)!r}: {exc}"
+        msg = f"cannot ingest {printable(shown)!r}: {exc}"
         raise InvalidDocumentError(msg) from None
     folder = os.path.realpath(os.path.dirname(os.path.abspath(shown)))
     return LoadedFiles((doc,), root=folder, present=frozenset({doc.id}))
@@ -160,64 +158,6 @@ def _check_metadata(metadata: Mapping[str, Any] | None) -> dict[str, Any]:
         msg = f"ingest() metadata is not usable: {exc}"
         raise InvalidDocumentError(msg) from None
     return meta
-
-
-def check_paths(paths: list[str]) -> None:
-    """Raise :class:`InvalidDocumentError` unless every path exists (a cheap check
-    before a store is opened; :func:`load_files` checks the rest)."""
-    for path in paths:
-        shown = _check_path(path)
-        try:
-            os.stat(shown)
-        except FileNotFoundError:
-            msg = f"cannot ingest {shown!r}: no such file or directory"
-            raise InvalidDocumentError(msg) from None
-        except OSError as exc:
-            msg = f"cannot ingest {shown!r}: {exc.strerror or exc}; check the path and permissions"
-            raise InvalidDocumentError(msg) from exc
-
-
-def resolve_inside(path: object, roots: Sequence[str], *, base: str | None = None) -> str:
-    """The real path of ``path`` (relative paths taken from ``base``), if it is one of
-    ``roots`` or under one of them (``roots`` given as real paths, see
-    :func:`os.path.realpath`); else :class:`InvalidDocumentError` naming the path and the
-    roots. ``..`` and symbolic links are resolved before the check, so neither can lead
-    outside. What a folder holds is checked again when it is read: links leaving it are
-    skipped (:func:`load_files`)."""
-    shown = _check_path(path)
-    joined = os.path.join(base, shown) if base is not None else shown
-    real = os.path.realpath(joined)
-    if not any(_inside(real, root) for root in roots):
-        allowed = ", ".join(repr(r) for r in roots) or "none"
-        msg = (
-            f"cannot read {_printable(shown)!r}: it resolves to {_printable(real)!r}, outside "
-            f"the folders this server may read ({allowed}); pass a path inside one of them"
-        )
-        raise InvalidDocumentError(msg)
-    return real
-
-
-def check_id_prefix(id_prefix: object) -> str:
-    """``id_prefix`` (``None``: ``""``) if every id it starts can be a document id."""
-    if id_prefix is None:
-        return ""
-    if (
-        not isinstance(id_prefix, str)
-        or not id_prefix
-        or "#" in id_prefix
-        or any(ord(c) < 0x20 or ord(c) == 0x7F for c in id_prefix)
-    ):
-        msg = (
-            f"id_prefix must be a non-empty str without '#' or control characters, like "
-            f"'docs/', got {type(id_prefix).__name__} {short_repr(id_prefix)}"
-        )
-        raise InvalidInputError(msg)
-    try:
-        validate_document_id(id_prefix + "x")
-    except InvalidDocumentError as exc:
-        msg = f"id_prefix {short_repr(id_prefix)} cannot start document ids: {exc}"
-        raise InvalidInputError(msg) from None
-    return id_prefix
 
 
 def document_id_for(relative_path: str) -> str:
@@ -284,12 +224,12 @@ class _Folder:
         (with ``strict``, that stops the ingest)."""
         if error and self.strict:
             _stop(shown, reason)
-        self.skipped.append(FileIssue(_printable(shown), reason))
+        self.skipped.append(FileIssue(printable(shown), reason))
 
     def fail(self, shown: str, reason: str) -> None:
         if self.strict:
             _stop(shown, reason)
-        self.failed.append(FileIssue(_printable(shown), reason))
+        self.failed.append(FileIssue(printable(shown), reason))
 
     def _scan(self, folder: str, real_folder: str, rel: str) -> None:
         try:
@@ -309,10 +249,10 @@ class _Folder:
                 linked = entry.is_symlink()
                 if linked:
                     real = os.path.realpath(shown)
-                    if not _inside(real, self.real):
+                    if not inside(real, self.real):
                         self.skip(
                             shown,
-                            f"a symbolic link to {_printable(real)!r}, outside the folder "
+                            f"a symbolic link to {printable(real)!r}, outside the folder "
                             "(links are followed only within it)",
                         )
                         continue
@@ -327,7 +267,7 @@ class _Folder:
                 self.skip(shown, f"under {_pseudo_root(real)}, a pseudo-filesystem")
             elif stat.S_ISDIR(info.st_mode):
                 if real in self.folders:
-                    self.skip(shown, f"a link to a folder already read ({_printable(real)!r})")
+                    self.skip(shown, f"a link to a folder already read ({printable(real)!r})")
                     continue
                 self.folders.add(real)
                 self._scan(shown, real, child_rel)
@@ -337,7 +277,7 @@ class _Folder:
                 suffix = os.path.splitext(entry.name)[1] or "(no suffix)"
                 self.skip(
                     shown,
-                    f"unsupported type {_printable(suffix)!r} (no loader for it; "
+                    f"unsupported type {printable(suffix)!r} (no loader for it; "
                     "remy_retriever.loaders.register_loader adds one)",
                 )
             elif info.st_size > self.max_bytes:
@@ -358,13 +298,13 @@ class _Folder:
             if keep[0] == rel:
                 out.append((rel, shown, real))
             else:
-                self.skip(shown, f"the same file as {_printable(keep[1])!r} (through a link)")
+                self.skip(shown, f"the same file as {printable(keep[1])!r} (through a link)")
         return out
 
 
 def _stop(shown: str, reason: str) -> None:
     msg = (
-        f"stopped at {_printable(shown)!r} (strict): {reason}; nothing was stored. Fix or "
+        f"stopped at {printable(shown)!r} (strict): {reason}; nothing was stored. Fix or "
         "move the file, or ingest without strict to skip it and keep the rest"
     )
     raise InvalidDocumentError(msg)
@@ -385,14 +325,14 @@ def _document(
     loader = loader_for(name)
     if loader is None:
         suffix = os.path.splitext(name)[1] or "(no suffix)"
-        msg = f"unsupported type {_printable(suffix)!r} (no loader for it)"
+        msg = f"unsupported type {printable(suffix)!r} (no loader for it)"
         raise _Skip(msg)
     raw = _read(real, max_bytes)
     try:
         loaded = loader(raw, name)
     except (InvalidDocumentError, MissingExtraError) as exc:
         raise _Skip(str(exc)) from None
-    shown_name = _printable(name)
+    shown_name = printable(name)
     pages: dict[str, Any] = {}
     if loaded.pages is not None:
         pages["pages"] = loaded.pages
@@ -402,7 +342,7 @@ def _document(
             text=loaded.text,
             title=loaded.title or os.path.splitext(shown_name)[0] or shown_name,
             url=loaded.url,
-            path=_printable(shown),
+            path=printable(shown),
             type=loaded.type,
             metadata=dict(metadata),
             **pages,
@@ -445,31 +385,6 @@ def _read(path: str, max_bytes: int) -> bytes:
     return data
 
 
-def _check_path(path: object) -> str:
-    given = path
-    if isinstance(path, os.PathLike):
-        try:
-            path = os.fspath(path)
-        except Exception as exc:
-            msg = f"ingest(): {short_repr(given)} does not give a file system path ({exc})"
-            raise InvalidInputError(msg) from exc
-    if not isinstance(path, str) or not path or "\x00" in path:
-        msg = (
-            f"ingest() takes a path to a folder or file as a str or pathlib.Path, got "
-            f"{type(given).__name__} {short_repr(given)}"
-        )
-        raise InvalidInputError(msg)
-    try:
-        os.fsencode(path)
-    except UnicodeEncodeError as exc:
-        msg = (
-            f"ingest(): the path {short_repr(path)} holds a character no file name can "
-            f"({exc.reason}: {path[exc.start : exc.end]!r}); check the path"
-        )
-        raise InvalidInputError(msg) from exc
-    return path
-
-
 def _too_large(size: int, limit: int) -> str:
     return (
         f"too large: {size:,} bytes, over the limit of {limit:,} bytes; split it, or raise "
@@ -490,18 +405,9 @@ def _kind(mode: int) -> str:
     return "not a regular file"
 
 
-def _inside(real: str, root: str) -> bool:
-    return real == root or real.startswith(root.rstrip(os.sep) + os.sep)
-
-
 def _pseudo_root(real: str) -> str:
-    return next(root for root in _PSEUDO_ROOTS if _inside(real, root))
+    return next(root for root in _PSEUDO_ROOTS if inside(real, root))
 
 
 def _is_pseudo(real: str) -> bool:
-    return any(_inside(real, root) for root in _PSEUDO_ROOTS)
-
-
-def _printable(name: str) -> str:
-    """``name`` with bytes that are not UTF-8 shown as ``\\xNN`` (storable, printable)."""
-    return os.fsencode(name).decode("utf-8", "backslashreplace")
+    return any(inside(real, root) for root in _PSEUDO_ROOTS)

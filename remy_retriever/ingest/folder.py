@@ -2,7 +2,7 @@
 
 Every document read from a folder records its root (the folder, absolute with links
 resolved; a file named directly records its own folder) under
-:data:`~remy_retriever.records.ROOT_KEY`. That lets a later ingest of the same root
+:data:`~remy_retriever.schema.records.ROOT_KEY`. That lets a later ingest of the same root
 find the documents it added that are no longer on disk (``gone``; removed with
 ``prune=True``), and refuse an id that another root, or ``add()``, already holds: ids
 are paths relative to the root, so two folders' ``README.md`` would otherwise replace
@@ -16,11 +16,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from ..embeddings import Embedder
 from ..errors import InvalidDocumentError, InvalidInputError
-from ..records import DOCUMENT_ID_KEY, ROOT_KEY, document_fields, document_id_of
-from ..reprs import short_repr
+from ..models.embeddings import Embedder
+from ..schema.records import DOCUMENT_ID_KEY, ROOT_KEY, document_fields, document_id_of
 from ..stores.sync import StoreSync
+from ..util.reprs import short_repr
 from .files import LoadedFiles, load_files
 from .writer import Ingestor, IngestReport
 

@@ -16,9 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from ..documents import Chunk, Document
-from ..embeddings import Embedder, as_matrix
-from ..records import (
+from ..models.embeddings import Embedder, as_matrix
+from ..schema.document import Chunk, Document
+from ..schema.records import (
     DOCUMENT_ID_KEY,
     ChunkState,
     LexicalRecord,
@@ -30,7 +30,7 @@ from ..records import (
     to_lexical_record,
 )
 from ..stores.dense import DenseStore
-from ..stores.documents import DocumentTable
+from ..stores.document_table import DocumentTable
 from ..text.chunking import chunk_text, chunks_from_spans
 
 __all__ = ["ExistingDocument", "WriteBatch", "existing_documents", "plan_batch"]

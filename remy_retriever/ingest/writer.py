@@ -7,8 +7,6 @@ index in one commit, all inside one :meth:`~remy_retriever.stores.sync.StoreSync
 
 from __future__ import annotations
 
-import os
-import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -16,14 +14,14 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
-from ..documents import Document, validate_document_id
-from ..embeddings import Embedder
 from ..errors import InvalidDocumentError
-from ..options import check_int
-from ..records import DOCUMENT_ID_KEY, ROOT_KEY
-from ..reprs import short_repr
+from ..models.embeddings import Embedder
+from ..schema.document import Document, validate_document_id
+from ..schema.options import check_int
+from ..schema.records import DOCUMENT_ID_KEY, ROOT_KEY
+from ..schema.validation import as_list, check_storable
 from ..stores.sync import StoreSync
-from ..validation import as_list, check_storable
+from ..util.reprs import short_repr
 from .files import DEFAULT_MAX_DOCUMENT_BYTES, FileIssue
 from .planner import WriteBatch, existing_documents, plan_batch
 
@@ -263,16 +261,6 @@ def slices(bounds: Sequence[int], limit: int) -> list[int]:
     if prev > start:
         ends.append(prev)
     return ends
-
-
-def show_progress(progress: bool | None) -> bool:
-    """Show a progress bar? ``None``: only on a terminal, and never under pytest."""
-    if progress is not None:
-        return progress
-    return (
-        bool(getattr(sys.stderr, "isatty", lambda: False)())
-        and "PYTEST_CURRENT_TEST" not in os.environ
-    )
 
 
 def _progress_bar(total: int) -> Any:

@@ -1,4 +1,4 @@
-"""Loaders: turn a file's bytes into text a :class:`~remy_retriever.documents.Document`
+"""Loaders: turn a file's bytes into text a :class:`~remy_retriever.schema.document.Document`
 can hold, one module per format.
 
 Built in: ``.pdf`` (``pypdf``, the ``pdf`` extra), ``.html``/``.htm`` (BeautifulSoup and

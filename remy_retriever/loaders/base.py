@@ -14,8 +14,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..errors import InvalidDocumentError, InvalidInputError, RemyError
-from ..reprs import short_repr
+from ..errors import InvalidDocumentError, InvalidInputError, MissingExtraError
+from ..util.reprs import short_repr
 
 __all__ = [
     "LoadedText",
@@ -56,11 +56,6 @@ class LoadedText:
 
 
 Loader = Callable[[bytes, str], LoadedText]
-
-
-class MissingExtraError(RemyError, ImportError):
-    """A loader needs an optional dependency that is not installed; the message names
-    the extra that installs it (see :func:`missing_extra_message`)."""
 
 
 def missing_extra_message(extra: str, cause: ImportError) -> str:

@@ -18,9 +18,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from urllib.parse import quote, unquote
 
-from ..hits import SearchHit, pages_label
-from ..hits import passage_text as _passage_text
-from ..responses import DocumentSearchResponse, MemoryResult, MemorySearchResponse
+from ..schema.hits import SearchHit, pages_label
+from ..schema.hits import passage_text as _passage_text
+from ..supermemory.responses import DocumentSearchResponse, MemoryResult, MemorySearchResponse
 
 __all__ = [
     "DOCUMENT_URI_TEMPLATE",

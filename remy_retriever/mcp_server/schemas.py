@@ -5,9 +5,9 @@ call before it reaches the engine.
 Argument names follow the issue and supermemory's tools (snake_case); outputs are the
 wire forms remy already speaks: ``SearchHit.to_dict()`` (camelCase, the SearchHit spec),
 ``Memory.to_dict()``, and the ``/v3`` and memory-search responses of
-:mod:`remy_retriever.responses`. Output models forbid unknown fields, so a field added to
-a wire form without its schema fails the MCP tests instead of reaching clients
-undeclared.
+:mod:`remy_retriever.supermemory.responses`. Output models forbid unknown fields, so a
+field added to a wire form without its schema fails the MCP tests instead of reaching
+clients undeclared.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ Guards (:class:`Guards`, from ``remy mcp``'s flags):
   a short file in the pinned container is also a memory there, linked to the document.
 - ``allowed_roots``: ``add_documents`` exists only with at least one, and reads only
   paths whose real path (``..`` and links resolved) is inside one
-  (:func:`remy_retriever.ingest.files.resolve_inside`); inside a folder, links leaving
+  (:func:`remy_retriever.util.paths.resolve_inside`); inside a folder, links leaving
   it are skipped by the ingest itself.
 
 Every failure is a :class:`~remy_retriever.errors.RemyError` whose message names the
@@ -32,16 +32,16 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from ..documents import CONTAINER_TAG_KEY
 from ..errors import InvalidInputError
-from ..filters import and_where, scope_where
-from ..ingest.files import resolve_inside
-from ..memory import LinkedDocuments, MemoryStore, metadata_values, tag_of
+from ..memory import LinkedDocuments, MemoryStore, tag_of
 from ..memory.model import Memory, MemoryNotFoundError
-from ..reprs import short_repr
-from ..responses import DocumentSearchResponse, MemorySearchResponse
 from ..retriever import Retriever
-from ..supermemory_filters import where_from_filters
+from ..schema.document import CONTAINER_TAG_KEY
+from ..schema.filters import and_where, scope_where
+from ..supermemory.filters import where_from_filters
+from ..supermemory.responses import DocumentSearchResponse, MemorySearchResponse
+from ..util.paths import resolve_inside
+from ..util.reprs import short_repr
 from .formatting import format_documents, format_hits, format_memories
 from .schemas import (
     AddDocumentsArgs,
@@ -304,7 +304,7 @@ class RemyTools:
     def _search_documents(self, args: SearchDocumentsArgs) -> ToolResult:
         scope = self._scope(args.container_tags or None)
         tree = where_from_filters(
-            args.filters, values=lambda key: metadata_values(self.documents, key, where=scope)
+            args.filters, values=lambda key: self.documents.metadata_values(key, where=scope)
         )
         where = and_where(tree, scope)
         response = self.documents.search_documents(args.query, limit=args.limit, where=where)
@@ -394,7 +394,7 @@ class RemyTools:
         # The document table (one record per document), read a page at a time and left
         # as soon as enough are found: a client lists resources on connect, and the
         # chunks of a large collection would take long to go through.
-        for page in self.documents.document_table.iter_metadata(page=1000):
+        for page in self.documents.iter_document_metadata(page=1000):
             ids += [d for d, meta in page if pin is None or meta.get(CONTAINER_TAG_KEY) == pin]
             if len(ids) >= MAX_LISTED_DOCUMENTS:
                 break

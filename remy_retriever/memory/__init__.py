@@ -1,5 +1,5 @@
 """Versioned memories on remy-retriever (and, re-exported for convenience, the wire
-models of the document and memory search responses, ``remy_retriever.responses``).
+models of the document and memory search responses, ``remy_retriever.supermemory.responses``).
 
 Modules: :mod:`.store` (:class:`MemoryStore`), :mod:`.model` (:class:`Memory`, its
 errors and its document form), :mod:`.checks` (argument checks), :mod:`.context`
@@ -11,7 +11,7 @@ Memory sits above the :class:`~remy_retriever.Retriever` facade and uses only it
 API.
 """
 
-from ..responses import (
+from ..supermemory.responses import (
     ChunkResult,
     ContextMemory,
     DocumentChunk,
@@ -35,11 +35,9 @@ from .linked import (
 )
 from .model import Memory, MemoryNotFoundError, MemoryStateError, SearchMode
 from .store import MemoryStore
-from .values import MAX_SCANNED_VALUES, metadata_values
 
 __all__ = [
     "CUSTOM_ID_KEY",
-    "MAX_SCANNED_VALUES",
     "RESERVED_KEYS",
     "SOURCE_KEY",
     "ChunkResult",
@@ -60,7 +58,6 @@ __all__ = [
     "MemoryStore",
     "SearchMode",
     "check_metadata",
-    "metadata_values",
     "public_metadata",
     "tag_of",
 ]

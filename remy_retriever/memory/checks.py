@@ -9,7 +9,8 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping, Sequence
 
-from ..documents import (
+from ..errors import InvalidFilterError, InvalidInputError
+from ..schema.document import (
     MAX_METADATA_BYTES,
     MAX_METADATA_KEYS,
     Document,
@@ -17,9 +18,8 @@ from ..documents import (
     metadata_limit_error,
     validate_document_id,
 )
-from ..errors import InvalidFilterError, InvalidInputError
-from ..filters import And, Compare, Filter, Or
-from ..reprs import short_repr
+from ..schema.filters import And, Compare, Filter, Or
+from ..util.reprs import short_repr
 from .model import MEMORY_PREFIX
 
 __all__ = [

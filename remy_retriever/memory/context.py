@@ -14,9 +14,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
-from ..filters import Filter
-from ..responses import ContextMemory, MemoryContext, RelatedMemory, Relation
 from ..retriever import Retriever
+from ..schema.filters import Filter
+from ..supermemory.responses import ContextMemory, MemoryContext, RelatedMemory, Relation
 from .model import PARENT_KEYS, ROOT_KEY, Memory, from_stored, is_visible
 
 __all__ = ["find_memories", "load_memories", "memory_contexts", "memory_tree"]

@@ -5,7 +5,7 @@
 the rule below holds whichever door added a document.
 
 A document's container tag is kept in the metadata key
-:data:`~remy_retriever.documents.CONTAINER_TAG_KEY`, a supermemory ``customId`` in
+:data:`~remy_retriever.schema.document.CONTAINER_TAG_KEY`, a supermemory ``customId`` in
 :data:`CUSTOM_ID_KEY`, and a memory made from a document names it in
 :data:`SOURCE_KEY`; the three are :data:`RESERVED_KEYS` (user metadata may not use them,
 :func:`public_metadata` leaves them out). A document has at most one container tag.
@@ -37,10 +37,10 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from ..documents import CONTAINER_TAG_KEY, Document, MetadataValue, validate_document_id
-from ..errors import InvalidInputError, RemyError
-from ..filters import and_where, scope_where
+from ..errors import DocumentNotFoundError, InvalidInputError
 from ..retriever import IngestReport, Retriever, StoredDocument
+from ..schema.document import CONTAINER_TAG_KEY, Document, MetadataValue, validate_document_id
+from ..schema.filters import and_where, scope_where
 from .context import load_memories
 from .model import FORGOTTEN_KEY, LATEST_KEY, Memory
 from .store import MemoryStore
@@ -65,10 +65,6 @@ RESERVED_KEYS = frozenset({CONTAINER_TAG_KEY, CUSTOM_ID_KEY, SOURCE_KEY})
 _SYNC_BATCH = 1000
 
 Scope = Collection[str] | None
-
-
-class DocumentNotFoundError(RemyError, LookupError):
-    """No such document, as far as the caller's scope can tell."""
 
 
 def public_metadata(meta: Mapping[str, Any] | None) -> dict[str, Any]:

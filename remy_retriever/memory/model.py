@@ -33,11 +33,11 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Literal, cast
 
-from ..documents import Document, MetadataValue
-from ..errors import InvalidInputError, RemyError
-from ..filters import Filter, matches
-from ..responses import Relation
+from ..errors import MemoryNotFoundError, MemoryStateError
 from ..retriever import StoredDocument
+from ..schema.document import Document, MetadataValue
+from ..schema.filters import Filter, matches
+from ..supermemory.responses import Relation
 
 __all__ = [
     "CONTAINER_KEY",
@@ -78,15 +78,6 @@ PARENT_KEYS = (_PARENT_KEY, *(f"{_PARENT_KEY}_{i}" for i in range(2, MAX_PARENTS
 
 #: What :meth:`MemoryStore.search` returns: memories, document chunks, or both mixed.
 SearchMode = Literal["memories", "hybrid", "documents"]
-
-
-class MemoryNotFoundError(RemyError, LookupError):
-    """No memory has this id."""
-
-
-class MemoryStateError(InvalidInputError):
-    """The operation does not apply to the memory in its current state (e.g. updating a
-    version that a newer version already replaced, or a forgotten memory)."""
 
 
 @dataclass(frozen=True)

@@ -13,14 +13,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from ..filters import Filter, matches
-from ..responses import ChunkResult, LinkedDocument, MemoryContext, MemoryResult
 from ..retriever import Retriever, StoredDocument
+from ..schema.filters import Filter, matches
+from ..supermemory.responses import ChunkResult, LinkedDocument, MemoryContext, MemoryResult
 from .context import load_memories, memory_contexts
 from .model import CONTAINER_KEY, FORGOTTEN_KEY, LATEST_KEY, Memory, is_visible
 
 if TYPE_CHECKING:
-    from ..rerankers import Reranker
+    from ..models.rerankers import Reranker
 
 __all__ = ["SearchRequest", "chunk_results", "memory_results"]
 

@@ -18,13 +18,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Literal
 
-from ..documents import CONTAINER_TAG_KEY, MetadataValue
 from ..errors import InvalidInputError, ModelLoadError
-from ..filters import and_where, parse_where, scope_where
-from ..reprs import short_repr
-from ..responses import ChunkResult, MemoryResult, MemorySearchResponse, Relation
 from ..retriever import Retriever
-from ..validation import as_list
+from ..schema.document import CONTAINER_TAG_KEY, MetadataValue
+from ..schema.filters import and_where, parse_where, scope_where
+from ..schema.validation import as_list
+from ..supermemory.responses import ChunkResult, MemoryResult, MemorySearchResponse, Relation
+from ..util.reprs import short_repr
 from .checks import (
     check_container_key,
     check_content,
@@ -52,11 +52,10 @@ from .model import (
     to_document,
 )
 from .results import SearchRequest, chunk_results, memory_results
-from .values import MAX_SCANNED_VALUES, metadata_values
 
 if TYPE_CHECKING:
-    from ..embeddings import Embedder
-    from ..rerankers import Reranker
+    from ..models.embeddings import Embedder
+    from ..models.rerankers import Reranker
 
 __all__ = ["MemoryStore"]
 
@@ -440,21 +439,20 @@ class MemoryStore:
         key: str,
         *,
         container_tags: Sequence[str] | None = None,
-        limit: int = MAX_SCANNED_VALUES,
+        limit: int = 10_000,
     ) -> list[MetadataValue]:
         """The distinct values stored under ``key`` by the memories in
         ``container_tags`` (``None``: every container) and the linked documents in them
-        (:func:`~.values.metadata_values`): what a memory search's supermemory filters
+        (:meth:`Retriever.metadata_values`): what a memory search's supermemory filters
         are resolved against. Values outside the containers are never read."""
         scope = None if container_tags is None else list(container_tags)
-        values = metadata_values(
-            self._store, key, where=scope_where(scope, key=CONTAINER_KEY), limit=limit
+        values = self._store.metadata_values(
+            key, where=scope_where(scope, key=CONTAINER_KEY), limit=limit
         )
         if self._linked is not None:
             doc_scope = None if self.document_container_key is None else scope
             key_of_docs = self.document_container_key or CONTAINER_TAG_KEY
-            values += metadata_values(
-                self._linked,
+            values += self._linked.metadata_values(
                 key,
                 where=scope_where(doc_scope, key=key_of_docs),
                 limit=limit,

@@ -45,7 +45,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from ..errors import InvalidInputError
-from ..hits import SearchHit
+from ..schema.hits import SearchHit
 from ..text.analysis import MAX_QUERY_TERMS, analyze
 
 __all__ = [

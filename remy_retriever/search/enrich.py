@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
-from ..filters import Filter, matches, to_chroma
-from ..hits import BranchExplain, Match, SearchExplain, SearchHit
-from ..options import SearchOptions
-from ..records import DOCUMENT_ID_KEY, Record, chunk_id, parse_chunk_id
+from ..schema.filters import Filter, matches, to_chroma
+from ..schema.hits import BranchExplain, Match, SearchExplain, SearchHit
+from ..schema.options import SearchOptions
+from ..schema.records import DOCUMENT_ID_KEY, Record, chunk_id, parse_chunk_id
 from ..stores.dense import DenseStore
 from ..text.analysis import analyze, analyze_query, analyze_spans
 

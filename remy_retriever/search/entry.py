@@ -2,7 +2,7 @@
 
 Every search a door can make (``Retriever.search``, ``rank``, ``calibrated_search``,
 ``search_documents``, and so the memory search, the CLI, HTTP, MCP and both adapters)
-resolves its options here, once, with :func:`~remy_retriever.options.resolve_options`:
+resolves its options here, once, with :func:`~remy_retriever.schema.options.resolve_options`:
 the call's keywords, then a passed ``SearchOptions``, then the collection's stored config
 (read afresh, at most a generation check old), then the defaults.
 """
@@ -12,8 +12,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..hits import SearchHit
-from ..options import (
+from ..models.rerankers import Reranker
+from ..schema.hits import SearchHit
+from ..schema.options import (
     TUNABLE,
     DocumentSearchOptions,
     SearchOptions,
@@ -21,11 +22,10 @@ from ..options import (
     resolve_options,
     validate_query,
 )
-from ..rerankers import Reranker
-from ..responses import DocumentSearchResponse
 from ..stores.dense import GENERATION_MAX_AGE
+from ..supermemory.responses import DocumentSearchResponse
 from .calibration import ScoredHit
-from .documents import search_documents
+from .grouped import search_documents
 from .pipeline import SearchPipeline
 
 __all__ = ["Searches"]
@@ -57,7 +57,7 @@ class Searches:
         what: str,
         allowed: frozenset[str] | None = None,
     ) -> SearchOptions:
-        """The options of one call (:func:`~remy_retriever.options.resolve_options`)."""
+        """The options of one call (:func:`~remy_retriever.schema.options.resolve_options`)."""
         stored = self.pipeline.sync.search_config(max_age=GENERATION_MAX_AGE)
         return resolve_options(stored, options, keywords, what=what, allowed=allowed)
 

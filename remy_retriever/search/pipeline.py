@@ -14,11 +14,11 @@ from dataclasses import replace
 import numpy as np
 
 from ..errors import ModelLoadError
-from ..filters import matches, to_chroma
-from ..hits import SearchHit
-from ..options import SearchOptions
-from ..records import to_hit
-from ..rerankers import Reranker, resolve_reranker
+from ..models.rerankers import Reranker, resolve_reranker
+from ..schema.filters import matches, to_chroma
+from ..schema.hits import SearchHit
+from ..schema.options import SearchOptions
+from ..schema.records import to_hit
 from ..stores.sync import StoreSync
 from ..text.analysis import analyze_query, sanitize
 from . import fusion

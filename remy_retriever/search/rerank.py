@@ -1,7 +1,7 @@
 """Reranking that keeps the retrieval rank and score: the one implementation.
 
 :func:`rerank` rescores any items (remy hits, LangChain Documents, LlamaIndex nodes)
-with a :class:`~remy_retriever.rerankers.Reranker`; :func:`rerank_hits` applies it to
+with a :class:`~remy_retriever.models.rerankers.Reranker`; :func:`rerank_hits` applies it to
 :class:`~remy_retriever.SearchHit` objects. The framework adapters call :func:`rerank`
 and only translate the result into their own objects, so reranking means the same thing
 everywhere: the reranker's score becomes the score, the 1-based incoming position becomes
@@ -24,9 +24,9 @@ from dataclasses import dataclass, replace
 from typing import Generic, TypeVar
 
 from ..errors import InvalidInputError, RemyError
-from ..hits import SearchHit
-from ..reprs import short_repr
-from ..rerankers import CrossEncoderReranker, Reranker
+from ..models.rerankers import CrossEncoderReranker, Reranker
+from ..schema.hits import SearchHit
+from ..util.reprs import short_repr
 
 __all__ = ["Reranked", "rerank", "rerank_hits"]
 

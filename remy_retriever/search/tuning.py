@@ -4,7 +4,7 @@
 plus the filled-in scores of :meth:`SearchPipeline.fill`); :func:`fit` then scores every
 option set of :func:`grid` on those lists, offline, with the same pure fusion the
 search uses (:func:`remy_retriever.search.fusion.fuse`), and keeps the best by nDCG@10
-over documents ranked by their best chunk (:func:`remy_retriever.evaluation.rank_documents`),
+over documents ranked by their best chunk (:func:`remy_retriever.evaluation.beir.rank_documents`),
 the rule of ``remy eval``. Ties keep the earlier option set, and the library's defaults
 come first: a collection whose queries cannot tell the options apart keeps the defaults.
 
@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import InvalidInputError
-from ..evaluation import rank_documents
-from ..options import (
+from ..evaluation.beir import rank_documents
+from ..schema.options import (
     DEFAULT_ADAPTIVE,
     DEFAULT_ALPHA,
     DEFAULT_FILL,

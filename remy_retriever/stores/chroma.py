@@ -1,7 +1,7 @@
 """Chroma plumbing shared by the stores: one guarded call path and client introspection.
 
 Every Chroma call goes through :meth:`ChromaCalls.call`, which retries connection
-failures under the store's :class:`~remy_retriever.retry.RetryPolicy` and then turns them
+failures under the store's :class:`~remy_retriever.util.retry.RetryPolicy` and then turns them
 into :class:`~remy_retriever.errors.ServerUnavailableError` naming the server; any other
 failure becomes a :class:`~remy_retriever.errors.StoreError`. Every operation sent is
 idempotent (reads; upserts and deletes by id; setting a generation token chosen before the
@@ -28,8 +28,8 @@ from ..errors import (
     ServerUnavailableError,
     StoreError,
 )
-from ..reprs import short_repr
-from ..retry import DEFAULT_RETRY, RetryPolicy
+from ..util.reprs import short_repr
+from ..util.retry import DEFAULT_RETRY, RetryPolicy
 from .chroma_lock import ChromaLock
 
 __all__ = [

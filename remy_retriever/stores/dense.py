@@ -1,24 +1,18 @@
 """The Chroma collection: vectors, chunk text and metadata. It is the source of truth.
 
-This module does Chroma I/O only: the record layout is :mod:`remy_retriever.records`'
+This module does Chroma I/O only: the record layout is :mod:`remy_retriever.schema.records`'
 (``pack``/``unpack``), and every call goes through
 :class:`~remy_retriever.stores.chroma.ChromaCalls` (retries, error translation).
 
 Embedded stores and other processes: Chroma's embedded mode keeps each collection's
-vector index in memory, one copy per process and store path, and never reloads it. So
-another process's writes stay invisible to this process's vector search, and worse,
-this process's next persist of its index would overwrite them on disk (their vectors
-are lost; counts and ``get`` still show them). :meth:`DenseStore.ensure_fresh` guards
-against both: when the collection's generation token (bumped by every remy writer) is
-not one this process's copy is known to reflect, it reloads the copy from disk -- before
-every write (the caller holds the store's writer lock), and before reads at most once a
-second and never while another thread of this process writes.
-
-Until it reloads, a read can also fail outright: Chroma answers a filtered vector query
-from the shared metadata (already holding the other process's new ids) and this
-process's stale vector index ("Error finding id"), and a reload that coincides with the
-other process rewriting its index files can fail to load them ("Error creating hnsw
-segment reader"). Reads that fail so reload and retry (:data:`STALE_READ_DELAYS`).
+vector index in memory, one copy per process and store path, and never reloads it, so
+another process's writes stay invisible to this process's vector search, and this
+process's next persist would overwrite them on disk. :meth:`DenseStore.ensure_fresh`
+reloads the copy when the collection's generation token (bumped by every remy writer) is
+not one it is known to reflect: before every write (under the store's writer lock), and
+before reads at most once a second, never while another thread here writes. Until then a
+read can fail ("Error finding id", "Error creating hnsw segment reader"); reads that fail
+so reload and retry (:data:`STALE_READ_DELAYS`).
 """
 
 from __future__ import annotations
@@ -35,7 +29,8 @@ import numpy as np
 from chromadb.api.shared_system_client import SharedSystemClient
 from chromadb.errors import NotFoundError
 
-from ..embeddings import (
+from ..errors import CollectionNotFoundError, InvalidInputError, ModelLoadError, StoreError
+from ..models.embeddings import (
     Embedder,
     RemyEmbeddingFunction,
     as_matrix,
@@ -43,8 +38,14 @@ from ..embeddings import (
     embedder_from_config,
     resolve_embedder,
 )
-from ..errors import CollectionNotFoundError, InvalidInputError, ModelLoadError, StoreError
-from ..records import EMBEDDER_KEY, EMBEDDER_PENDING_KEY, GENERATION_KEY, Record, pack, unpack
+from ..schema.records import (
+    EMBEDDER_KEY,
+    EMBEDDER_PENDING_KEY,
+    GENERATION_KEY,
+    Record,
+    pack,
+    unpack,
+)
 from .chroma import HNSW_KEYS, ChromaCalls, check_hnsw, is_embedded, paged, system_of
 from .identity import (
     EmbedderIdentity,
@@ -129,7 +130,6 @@ class DenseStore:
         self._system = system_of(self.client)
         self._reloaded_at = 0.0
         self._generation_read: tuple[str, float] | None = None
-        #: The collection metadata as last read, and when (monotonic seconds).
         self._metadata_read: tuple[dict[str, Any], float] | None = None
         #: The store's writer lock (set by the owner). A read never reloads the view
         #: while another thread of this process writes through it.

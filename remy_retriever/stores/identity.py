@@ -1,7 +1,7 @@
 """Which embedder a collection's vectors come from, so that another is refused.
 
 A collection records its embedder's identity in its metadata (under
-:data:`~remy_retriever.records.EMBEDDER_KEY`): a name (the model id, else the class), the
+:data:`~remy_retriever.schema.records.EMBEDDER_KEY`): a name (the model id, else the class), the
 dimension, and a fingerprint: the vectors of a fixed probe text embedded as a document
 and as a query. One model has many names (a hub id, a local path, an alias), so the
 fingerprint decides: two embedders match when they have the same dimension and both
@@ -17,7 +17,7 @@ weights refuses an fp32 embedder and the other way round, whatever the cosine.
 
 Changing a collection's embedder means re-embedding every chunk
 (``Retriever(..., embedder=new, reembed=True)``); while that runs the collection records
-the identity it is moving to (:data:`~remy_retriever.records.EMBEDDER_PENDING_KEY`), so an
+the identity it is moving to (:data:`~remy_retriever.schema.records.EMBEDDER_PENDING_KEY`), so an
 interrupted re-embedding is refused on open instead of mixing two models' vectors.
 """
 
@@ -34,9 +34,9 @@ from typing import Any
 
 import numpy as np
 
-from ..embeddings import Embedder, as_matrix, check_backend, resolve_embedder
 from ..errors import InvalidInputError, ModelLoadError, RemyError, StoreError
-from ..records import EMBEDDER_KEY, EMBEDDER_PENDING_KEY
+from ..models.embeddings import Embedder, as_matrix, check_backend, resolve_embedder
+from ..schema.records import EMBEDDER_KEY, EMBEDDER_PENDING_KEY
 
 __all__ = [
     "MATCH_COSINE",

@@ -7,10 +7,8 @@ Chroma is the source of truth; this index can always be rebuilt from it (``clear
 * ``lexical.json`` -- internal: the format version and the numeric-key -> slot map;
 * ``state.json`` -- the caller's small sidecar (:attr:`LexicalIndex.state`).
 
-This module does the reading and writing. How a record becomes a tantivy document, and
-queries and metadata filters (with Chroma's semantics) tantivy queries, is
-:mod:`remy_retriever.stores.tantivy_schema`; :mod:`remy_retriever.stores.files` writes
-the sidecar files atomically.
+This module reads and writes; records, queries and filters become tantivy's in
+:mod:`remy_retriever.stores.tantivy_schema`, and :mod:`.files` writes the sidecars.
 
 Limits: :data:`MAX_NUMERIC_KEYS` numeric metadata keys (``clear()`` frees them); 64-bit ints.
 
@@ -46,9 +44,16 @@ from typing import Any
 
 import tantivy
 
-from ..errors import IndexLockedError, InvalidInputError, InvalidQueryError, RemyError, StoreError
-from ..filters import Filter
-from ..records import LexicalRecord
+from ..errors import (
+    IndexLockedError,
+    InvalidInputError,
+    InvalidQueryError,
+    LexicalIndexCorruptError,
+    RemyError,
+    StoreError,
+)
+from ..schema.filters import Filter
+from ..schema.records import LexicalRecord
 from ..text.analysis import analyze, sanitize
 from .chroma import local_path
 from .files import read_json, stat_signature, write_json_atomic, write_text_atomic
@@ -91,12 +96,6 @@ _META_FILE = "lexical.json"
 _STATE_FILE = "state.json"
 _HEAP_BYTES = 64_000_000
 _ID_BATCH = 1024
-
-
-class LexicalIndexCorruptError(StoreError):
-    """The lexical index files are missing or unreadable. The index is derived from
-    Chroma: discard it (:meth:`LexicalIndex.reset`) and rebuild; a Retriever does that
-    by itself on open and when a search runs into the damage."""
 
 
 def _is_index_failure(exc: BaseException) -> bool:

@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InvalidInputError
-from ..retry import RetryPolicy
+from ..util.retry import RetryPolicy
 from .chroma import ChromaCalls, lexical_cache_dir, local_path, open_client
 from .dense import DenseStore
-from .documents import TABLE_SUFFIX, DocumentTable
+from .document_table import TABLE_SUFFIX, DocumentTable
 from .identity import PreparedEmbedder
 from .locking import LOCK_FILE, WriterLock
 from .sync import StoreSync

@@ -29,11 +29,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..embeddings import as_matrix
 from ..errors import InvalidInputError, StoreError
-from ..filters import Filter
-from ..options import dump_search_config, load_search_config
-from ..records import (
+from ..models.embeddings import as_matrix
+from ..schema.filters import Filter
+from ..schema.options import dump_search_config, load_search_config
+from ..schema.records import (
     SEARCH_CONFIG_KEY,
     UPDATED_MS_KEY,
     ChunkState,
@@ -42,7 +42,7 @@ from ..records import (
     to_lexical_records,
 )
 from .dense import DenseStore
-from .documents import DocumentTable
+from .document_table import DocumentTable
 from .lexical import LexicalIndex, LexicalIndexCorruptError
 from .locking import WriterLock
 

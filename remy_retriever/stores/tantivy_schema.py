@@ -1,7 +1,7 @@
 """How the lexical index lays chunks out in tantivy, and how it asks for them: no I/O.
 
-This module turns a :class:`~remy_retriever.records.LexicalRecord` into a tantivy
-document, and a query's terms and a :mod:`remy_retriever.filters` tree into a tantivy
+This module turns a :class:`~remy_retriever.schema.records.LexicalRecord` into a tantivy
+document, and a query's terms and a :mod:`remy_retriever.schema.filters` tree into a tantivy
 query; :mod:`remy_retriever.stores.lexical` does the reading and writing.
 
 Text is analysed once, by :func:`remy_retriever.text.analysis.analyze`, and the terms are stored
@@ -35,8 +35,8 @@ from typing import Any, TypeGuard
 import tantivy
 
 from ..errors import InvalidDocumentError, InvalidFilterError, InvalidInputError, InvalidQueryError
-from ..filters import And, Compare, Filter, Or
-from ..records import LEXICAL_SEPARATOR, LexicalRecord, has_surrogate
+from ..schema.filters import And, Compare, Filter, Or
+from ..schema.records import LEXICAL_SEPARATOR, LexicalRecord, has_surrogate
 from ..text.analysis import MAX_QUERY_TERMS, analyze, sanitize
 
 __all__ = [
@@ -476,7 +476,7 @@ def check_where(where: Filter | None) -> None:
     """Raise :class:`InvalidFilterError` unless ``where`` is ``None`` or a parsed filter."""
     if where is not None and not isinstance(where, (Compare, And, Or)):
         msg = (
-            f"where must be a Filter from remy_retriever.filters.parse_where, got "
+            f"where must be a Filter from remy_retriever.schema.filters.parse_where, got "
             f"{type(where).__name__} {where!r:.80}; pass parse_where(where)"
         )
         raise InvalidFilterError(msg)

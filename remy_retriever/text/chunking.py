@@ -1,4 +1,4 @@
-"""Split a document into passages (:class:`~remy_retriever.documents.Chunk`) that fit a
+"""Split a document into passages (:class:`~remy_retriever.schema.document.Chunk`) that fit a
 token budget: :func:`chunk_text`, the package's public entry.
 
 Sections come from the document's Markdown structure (:mod:`.markdown`); a heading line is
@@ -28,8 +28,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from ..documents import Chunk, validate_document_id, with_heading_path
 from ..errors import InvalidDocumentError, InvalidInputError
+from ..schema.document import Chunk, validate_document_id, with_heading_path
 from .atoms import Atoms, cut_long_atoms, may_cut_before, pack, sentence_atoms, split_atom
 from .markdown import Section, find_sections
 from .tokens import CheckedCounter, TokenCounter, approximate_token_counter

@@ -17,7 +17,7 @@ import pytest
 
 from remy_retriever import ModelLoadError, Retriever
 from remy_retriever.cli import main
-from remy_retriever.records import EMBEDDER_KEY
+from remy_retriever.schema.records import EMBEDDER_KEY
 from remy_retriever.stores.identity import EmbedderIdentity
 
 REPO = Path(__file__).resolve().parents[2]
@@ -92,7 +92,7 @@ def test_the_recorded_model_is_still_checked_when_first_used(
     copy = tmp_path / "db"
     shutil.copytree(store, copy)
     with Retriever(copy) as r:
-        meta = dict(r.dense.collection.metadata)
+        meta = dict(r._sync.dense.collection.metadata)
         recorded = EmbedderIdentity.from_json(meta[EMBEDDER_KEY], where="test")
         flipped = EmbedderIdentity(
             name=recorded.name,
@@ -100,10 +100,10 @@ def test_the_recorded_model_is_still_checked_when_first_used(
             document=tuple(-x for x in recorded.document),
             query=tuple(-x for x in recorded.query),
         )
-        r.dense.collection.modify(metadata={**meta, EMBEDDER_KEY: flipped.to_json()})
+        r._sync.dense.collection.modify(metadata={**meta, EMBEDDER_KEY: flipped.to_json()})
     with Retriever(copy) as r:
         assert r.search("install on linux", mode="lexical", k=1)  # no vectors involved
-        r.dense._embedder._model = minilm_model  # type: ignore[attr-defined]  # skip a reload
+        r._sync.dense._embedder._model = minilm_model  # type: ignore[attr-defined]  # skip a reload
         with pytest.raises(ModelLoadError, match="their vectors differ"):
             r.search("install on linux", mode="semantic", k=1)
         with pytest.raises(ModelLoadError, match="their vectors differ"):

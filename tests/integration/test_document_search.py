@@ -19,7 +19,7 @@ from remy_retriever import Document, InvalidFilterError, InvalidInputError, Retr
 from remy_retriever import SentenceTransformerEmbedder as STEmbedder
 from remy_retriever.cli.search import add_document_search_flags, document_search
 from remy_retriever.memory import DocumentSearchResponse
-from remy_retriever.search.documents import lead_summary
+from remy_retriever.search.grouped import lead_summary
 
 search_documents = Retriever.search_documents
 

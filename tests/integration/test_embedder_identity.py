@@ -30,7 +30,7 @@ from remy_retriever import (
     SentenceTransformerEmbedder,
     StoreError,
 )
-from remy_retriever.embeddings import RemyEmbeddingFunction
+from remy_retriever.models.embeddings import RemyEmbeddingFunction
 from remy_retriever.stores.dense import GENERATION_MAX_AGE
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "reliability"))
@@ -66,7 +66,7 @@ class FailingEmbedder(SaltedHashEmbedder):
 
 
 def _vectors(r: Retriever) -> dict[str, np.ndarray]:
-    got = r.dense.collection.get(include=["embeddings"])
+    got = r._sync.dense.collection.get(include=["embeddings"])
     return {i: np.asarray(v) for i, v in zip(got["ids"], got["embeddings"])}
 
 
@@ -130,9 +130,9 @@ def test_fake_embedders_of_equal_dimension_are_told_apart(tmp_path: Path) -> Non
         r.add(DOCS)
     Retriever(tmp_path / "db", embedder=TokenHashEmbedder()).close()  # same: fine
     with Retriever(tmp_path / "db", embedder=TokenHashEmbedder()) as r:
-        generation = r.dense.generation()
+        generation = r._sync.dense.generation()
     with Retriever(tmp_path / "db", embedder=TokenHashEmbedder(), reembed=True) as r:
-        assert r.dense.generation() == generation, "re-embedding to the same model is a no-op"
+        assert r._sync.dense.generation() == generation, "re-embedding to the same model is a no-op"
     with pytest.raises(ModelLoadError, match="'test/token-hash'.*not with 'test/salted-hash'"):
         Retriever(tmp_path / "db", embedder=SaltedHashEmbedder())
     with pytest.raises(ModelLoadError, match="dimensions differ"):
@@ -157,12 +157,12 @@ def test_a_server_collection_refuses_another_model(tmp_path: Path, http_client: 
 def test_a_store_from_before_identities_records_one_on_first_open(tmp_path: Path) -> None:
     with Retriever(tmp_path / "db", embedder=TokenHashEmbedder()) as r:
         r.add(DOCS)
-        meta = dict(r.dense.collection.metadata)
+        meta = dict(r._sync.dense.collection.metadata)
         assert "remy_embedder" in meta
         del meta["remy_embedder"]
-        r.dense.collection.modify(metadata=meta)  # as a store made before this change
+        r._sync.dense.collection.modify(metadata=meta)  # as a store made before this change
     with Retriever(tmp_path / "db", embedder=SaltedHashEmbedder()) as first:  # not refused
-        recorded = json.loads(first.dense.collection.metadata["remy_embedder"])
+        recorded = json.loads(first._sync.dense.collection.metadata["remy_embedder"])
     assert recorded["name"] == "test/salted-hash"
     with pytest.raises(ModelLoadError, match="'test/salted-hash'"):
         Retriever(tmp_path / "db", embedder=TokenHashEmbedder())
@@ -206,7 +206,9 @@ def test_reembed_replaces_every_vector_and_the_record(tmp_path: Path, embedder: 
     fake = TokenHashEmbedder()
     with Retriever(tmp_path / "db", embedder=fake, reembed=True) as r:
         stored = _vectors(r)
-        texts = {cid: text for page in r.dense.iter_all(metadatas=False) for cid, text, _ in page}
+        texts = {
+            cid: text for page in r._sync.dense.iter_all(metadatas=False) for cid, text, _ in page
+        }
         for cid, vector in stored.items():
             assert np.allclose(vector, fake.embed_documents([texts[cid]])[0], atol=1e-5), cid
         for mode in MODES:
@@ -259,7 +261,9 @@ def test_a_damaged_identity_record_is_a_store_error_and_reembed_repairs_it(
 ) -> None:
     with Retriever(tmp_path / "db", embedder=TokenHashEmbedder()) as r:
         r.add(DOCS)
-        r.dense.collection.modify(metadata={**r.dense.collection.metadata, "remy_embedder": "{"})
+        r._sync.dense.collection.modify(
+            metadata={**r._sync.dense.collection.metadata, "remy_embedder": "{"}
+        )
     with pytest.raises(StoreError, match="damaged embedder record.*reembed=True"):
         Retriever(tmp_path / "db", embedder=TokenHashEmbedder())
     Retriever(tmp_path / "db", embedder=TokenHashEmbedder(), reembed=True).close()

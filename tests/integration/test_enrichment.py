@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from remy_retriever import Document, InvalidInputError, ModelLoadError, Retriever
-from remy_retriever.rerankers import CrossEncoderReranker
+from remy_retriever.models.rerankers import CrossEncoderReranker
 
 MODES = ("semantic", "lexical", "hybrid")
 

@@ -12,8 +12,6 @@ from typing import Any
 import pytest
 
 from remy_retriever import Document, InvalidFilterError, InvalidInputError, Retriever
-from remy_retriever.documents import CONTAINER_TAG_KEY
-from remy_retriever.filters import and_where, scope_where
 from remy_retriever.memory import (
     SOURCE_KEY,
     DocumentNotFoundError,
@@ -22,7 +20,9 @@ from remy_retriever.memory import (
     MemoryStore,
     metadata_values,
 )
-from remy_retriever.supermemory_filters import where_from_filters
+from remy_retriever.schema.document import CONTAINER_TAG_KEY
+from remy_retriever.schema.filters import and_where, scope_where
+from remy_retriever.supermemory.filters import where_from_filters
 
 LONG = "\n\n".join(
     f"## Part {i}\n\n" + " ".join(f"Part {i} explains topic {i} in detail." for _ in range(60))

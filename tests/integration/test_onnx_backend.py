@@ -16,10 +16,10 @@ import numpy as np
 import pytest
 
 from remy_retriever import Document, ModelLoadError, Retriever, SentenceTransformerEmbedder
-from remy_retriever.embeddings import RemyEmbeddingFunction, resolve_model_path
-from remy_retriever.onnx_embedder import OnnxEmbedder
-from remy_retriever.onnx_export import CACHE_ENV
-from remy_retriever.records import EMBEDDER_KEY
+from remy_retriever.models.embeddings import RemyEmbeddingFunction, resolve_model_path
+from remy_retriever.models.onnx_embedder import OnnxEmbedder
+from remy_retriever.models.onnx_export import CACHE_ENV
+from remy_retriever.schema.records import EMBEDDER_KEY
 
 pytest.importorskip("onnxruntime")
 pytest.importorskip("onnx")
@@ -117,7 +117,7 @@ def test_torch_and_fp32_onnx_are_one_embedder(
     with Retriever(tmp_path / "db", embedder=torch_embedder) as r:
         r.add(DOCS)
         expected = r.search("brew on a mac", mode="semantic", k=3)
-        record = json.loads(r.dense.collection.metadata[EMBEDDER_KEY])
+        record = json.loads(r._sync.dense.collection.metadata[EMBEDDER_KEY])
         assert (record["backend"], record["quantization"]) == ("torch", "none")
     with Retriever(tmp_path / "db", embedder_backend="onnx") as r:
         assert isinstance(r.embedder, OnnxEmbedder)
@@ -136,9 +136,9 @@ def test_an_int8_store_refuses_a_torch_or_fp32_query_embedder(
     path = tmp_path / "db"
     with Retriever(path, embedder_backend="onnx-int8") as r:
         r.add(DOCS)
-        record = json.loads(r.dense.collection.metadata[EMBEDDER_KEY])
+        record = json.loads(r._sync.dense.collection.metadata[EMBEDDER_KEY])
         assert (record["backend"], record["quantization"]) == ("onnx", "int8")
-        config = r.dense.collection.configuration_json["embedding_function"]["config"]
+        config = r._sync.dense.collection.configuration_json["embedding_function"]["config"]
         assert (config["backend"], config["quantization"]) == ("onnx", "int8")
     # The int8 vectors are close to torch's, yet the store refuses torch: by the record.
     int8 = OnnxEmbedder(quantization="int8")
@@ -166,9 +166,9 @@ import json, sys, time
 from pathlib import Path
 ready, go = Path(sys.argv[1]), Path(sys.argv[2])
 import onnxruntime, torch, transformers  # the slow imports, before the start line
-from remy_retriever.onnx_export import ensure_exported
-from remy_retriever.onnx_embedder import OnnxEmbedder
-from remy_retriever.embeddings import resolve_model_path
+from remy_retriever.models.onnx_export import ensure_exported
+from remy_retriever.models.onnx_embedder import OnnxEmbedder
+from remy_retriever.models.embeddings import resolve_model_path
 ready.touch()
 while not go.exists():
     time.sleep(0.01)
@@ -238,7 +238,7 @@ def test_int8_keeps_the_feed_forward_output_projections_fp32(onnx_cache: Path) -
     hold; quantizing them cost SciFact 0.0065 nDCG@10, benchmarks/README.md section 8)."""
     import onnx
 
-    from remy_retriever.onnx_export import ensure_exported
+    from remy_retriever.models.onnx_export import ensure_exported
 
     model_dir = Path(resolve_model_path(None))
     fp32 = onnx.load(str(ensure_exported(model_dir, "none").path))

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from remy_retriever import embeddings
+from remy_retriever.models import embeddings
 
 REPO = Path(__file__).resolve().parents[2]
 

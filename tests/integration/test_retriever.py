@@ -113,7 +113,7 @@ def test_idempotent_reingest(retriever: Retriever, embedder: Any) -> None:
     assert second.unchanged == tuple(d.id for d in docs)
     assert embedder.embedded == embedded, "re-ingest must not re-embed"
     assert retriever.count() == count, "re-ingest must not duplicate"
-    assert retriever.lexical.count() == count
+    assert retriever._sync.lexical.count() == count
 
 
 def test_replacement_and_deletion_are_consistent(retriever: Retriever, embedder: Any) -> None:
@@ -124,8 +124,8 @@ def test_replacement_and_deletion_are_consistent(retriever: Retriever, embedder:
     before = retriever.count()
     retriever.add([Document(id="notes", text="# Notes\n\nNow only a giraffe lives here.")])
     assert retriever.count() == before - 5
-    dense_ids = {r[0] for page in retriever.dense.iter_all(documents=False) for r in page}
-    assert dense_ids == retriever.lexical.ids()
+    dense_ids = {r[0] for page in retriever._sync.dense.iter_all(documents=False) for r in page}
+    assert dense_ids == retriever._sync.lexical.ids()
     for mode in MODES:
         hits = retriever.search("zebra grazes river", mode=mode, k=10)
         assert not any("zebra" in h.text for h in hits), mode
@@ -133,8 +133,8 @@ def test_replacement_and_deletion_are_consistent(retriever: Retriever, embedder:
         assert hits[0].citation.document_id == "notes"
     removed = retriever.delete(["notes", "a-billing"])
     assert removed == 2
-    dense_ids = {r[0] for page in retriever.dense.iter_all(documents=False) for r in page}
-    assert dense_ids == retriever.lexical.ids()
+    dense_ids = {r[0] for page in retriever._sync.dense.iter_all(documents=False) for r in page}
+    assert dense_ids == retriever._sync.lexical.ids()
     assert not any(i.startswith(("notes#", "a-billing#")) for i in dense_ids)
     for mode in MODES:
         hits = retriever.search("giraffe invoices", mode=mode, k=20)
@@ -200,7 +200,7 @@ def test_bad_input_is_rejected_and_loses_nothing(
     query = kwargs.pop("query")
     with pytest.raises(error, match=match):
         retriever.search(query, **kwargs)  # type: ignore[arg-type]
-    assert retriever.count() == count == retriever.lexical.count()
+    assert retriever.count() == count == retriever._sync.lexical.count()
 
 
 def test_bad_documents_are_rejected(retriever: Retriever) -> None:
@@ -263,8 +263,8 @@ def test_doctor_detects_and_repairs_drift(retriever: Retriever) -> None:
     assert retriever.doctor().ok
     victim = "a-install#0"
     # Corrupt both sides behind the retriever's back.
-    retriever.dense.collection.delete(ids=[victim])
-    retriever.lexical.delete(["b-alerts#0"])
+    retriever._sync.dense.collection.delete(ids=[victim])
+    retriever._sync.lexical.delete(["b-alerts#0"])
     report = retriever.doctor()
     assert not report.ok
     assert report.partial_documents == ("a-install",)
@@ -273,8 +273,8 @@ def test_doctor_detects_and_repairs_drift(retriever: Retriever) -> None:
     assert fixed.repaired
     after = retriever.doctor()
     assert after.ok, after
-    assert retriever.lexical.ids() == {
-        r[0] for page in retriever.dense.iter_all(documents=False) for r in page
+    assert retriever._sync.lexical.ids() == {
+        r[0] for page in retriever._sync.dense.iter_all(documents=False) for r in page
     }
     # The half-gone document is no longer half-visible; re-adding restores it whole.
     assert not any(h.citation.document_id == "a-install" for h in retriever.search("agent apt"))
@@ -288,14 +288,14 @@ def test_rebuild_lexical_restores_the_index_from_chroma(retriever: Retriever) ->
     Chroma: lost and foreign entries alike are fixed, and lexical search is as before."""
     retriever.add(_tenant_docs())
     before = [(h.id, h.score) for h in retriever.search("agent apt", mode="lexical", k=6)]
-    dense_ids = {r[0] for page in retriever.dense.iter_all(documents=False) for r in page}
-    retriever.lexical.delete(["a-install#0", "b-billing#0"])
-    from remy_retriever.records import LexicalRecord
+    dense_ids = {r[0] for page in retriever._sync.dense.iter_all(documents=False) for r in page}
+    retriever._sync.lexical.delete(["a-install#0", "b-billing#0"])
+    from remy_retriever.schema.records import LexicalRecord
 
-    retriever.lexical.apply(upserts=[LexicalRecord("ghost#0", "ghost", "agent apt", {}, "h")])
-    assert retriever.lexical.ids() != dense_ids
+    retriever._sync.lexical.apply(upserts=[LexicalRecord("ghost#0", "ghost", "agent apt", {}, "h")])
+    assert retriever._sync.lexical.ids() != dense_ids
     assert retriever.rebuild_lexical() == len(dense_ids)
-    assert retriever.lexical.ids() == dense_ids
+    assert retriever._sync.lexical.ids() == dense_ids
     assert retriever.doctor().ok
     after = [(h.id, h.score) for h in retriever.search("agent apt", mode="lexical", k=6)]
     assert [i for i, _ in after] == [i for i, _ in before]
@@ -305,10 +305,10 @@ def test_rebuild_lexical_restores_the_index_from_chroma(retriever: Retriever) ->
 def test_text_lives_in_metadata(retriever: Retriever) -> None:
     """Chunk and document texts are stored in record metadata (Chroma's ``documents``
     field, which Chroma full-text-indexes, stays empty) and read back whole."""
-    from remy_retriever.records import TEXT_KEY
+    from remy_retriever.schema.records import TEXT_KEY
 
     retriever.add([Document(id="guide", text=GUIDE, title="Guide")])
-    for col in (retriever.dense.collection, retriever.document_table.collection):
+    for col in (retriever._sync.dense.collection, retriever._sync.table.collection):
         raw = col.get(include=["documents", "metadatas"])
         assert all(d is None for d in raw["documents"])
         assert all(TEXT_KEY in m for m in raw["metadatas"])
@@ -323,13 +323,13 @@ def test_text_lives_in_metadata(retriever: Retriever) -> None:
 def test_bookkeeping_is_packed(retriever: Retriever) -> None:
     """remy's bookkeeping keys are written as one JSON string per record (Chroma stores a
     row per key), leaving only what Chroma filters on flat; they read back unpacked."""
-    from remy_retriever.records import DOCUMENT_ID_KEY, PACKED_KEY, TEXT_KEY, UPDATED_MS_KEY
+    from remy_retriever.schema.records import DOCUMENT_ID_KEY, PACKED_KEY, TEXT_KEY, UPDATED_MS_KEY
 
     doc = Document(
         id="guide", text=GUIDE, title="Guide", url="https://x.test/g", metadata={"tenant": "a"}
     )
     retriever.add([doc])
-    chunks = retriever.dense.collection.get(include=["metadatas"])
+    chunks = retriever._sync.dense.collection.get(include=["metadatas"])
     assert {k for m in chunks["metadatas"] for k in m} == {
         "tenant",
         DOCUMENT_ID_KEY,
@@ -337,7 +337,7 @@ def test_bookkeeping_is_packed(retriever: Retriever) -> None:
         TEXT_KEY,
         PACKED_KEY,
     }
-    table = retriever.document_table.collection.get(include=["metadatas"])
+    table = retriever._sync.table.collection.get(include=["metadatas"])
     assert {k for m in table["metadatas"] for k in m} == {TEXT_KEY, PACKED_KEY}
     hits = retriever.search("homebrew on a mac", mode="hybrid", k=3, where={"tenant": "a"})
     assert hits[0].citation.url == "https://x.test/g" and hits[0].citation.heading_path
@@ -355,20 +355,20 @@ def test_add_writes_in_groups_and_reports_every_document(
 
     monkeypatch.setattr(module, "WRITE_GROUP_CHUNKS", 3)
     commits: list[int] = []
-    apply = retriever.lexical.apply
+    apply = retriever._sync.lexical.apply
 
     def counting_apply(**kwargs: Any) -> None:
         commits.append(len(kwargs.get("upserts") or ()))
         apply(**kwargs)
 
-    monkeypatch.setattr(retriever.lexical, "apply", counting_apply)
+    monkeypatch.setattr(retriever._sync.lexical, "apply", counting_apply)
     animals = ["otter", "heron", "badger", "lynx", "marten", "ibis", "newt"]
     docs = [Document(id=a, text=f"# {a}\n\nThe {a} lives by the lake.") for a in animals]
     report = retriever.add(docs, batch_size=2)
     # batches of 2, 2, 2, 1 one-chunk documents: writes after 4 and after 7 chunks
     assert commits == [4, 3]
     assert report.added == tuple(animals) and report.chunks_written == 7
-    assert retriever.count() == retriever.lexical.count() == 7
+    assert retriever.count() == retriever._sync.lexical.count() == 7
     assert retriever.doctor().ok
 
     commits.clear()
@@ -385,7 +385,7 @@ def test_add_writes_in_groups_and_reports_every_document(
     assert report.unchanged == ("otter", "heron", "badger", "marten", "ibis")
     assert report.updated == ("lynx", "newt") and report.added == ()
     assert sum(commits) == report.chunks_written > 2
-    assert retriever.count() == retriever.lexical.count() == 5 + report.chunks_written
+    assert retriever.count() == retriever._sync.lexical.count() == 5 + report.chunks_written
     assert retriever.doctor().ok
     for mode in MODES:
         assert retriever.search("lynx snow", mode=mode, k=1)[0].citation.document_id == "lynx"
@@ -395,7 +395,7 @@ def test_add_writes_in_groups_and_reports_every_document(
 
 def test_hnsw_settings_apply_to_a_new_collection(tmp_path: Path, embedder: Any) -> None:
     r = Retriever(tmp_path / "db", embedder=embedder, hnsw={"ef_construction": 32})
-    hnsw = r.dense.collection.configuration_json["hnsw"]
+    hnsw = r._sync.dense.collection.configuration_json["hnsw"]
     assert (hnsw["ef_construction"], hnsw["max_neighbors"], hnsw["space"]) == (32, 16, "cosine")
     r.add([Document(id="guide", text=GUIDE, title="Guide")])
     hits = r.search("homebrew on a mac", mode="semantic", k=1)

@@ -44,7 +44,7 @@ def test_two_instances_see_each_others_writes(
     hits = two.search("kiwi flightless zealand", mode="lexical", k=3)
     assert hits and hits[0].citation.document_id == "penguin"
     assert "Kiwis" in hits[0].text
-    assert one.lexical.ids() == two.lexical.ids()
+    assert one._sync.lexical.ids() == two._sync.lexical.ids()
 
 
 def test_unreachable_server_has_a_clear_error(tmp_path: Path) -> None:

@@ -139,6 +139,22 @@ def test_modules_stay_small() -> None:
     assert {p: n for p, n in sizes.items() if n > MAX_MODULE_LINES} == {}
 
 
+#: The only modules at the package root: the package itself, the facade and the errors.
+ROOT_MODULES = {"__init__.py", "retriever.py", "errors.py", "py.typed"}
+
+
+def test_only_the_facade_and_the_errors_sit_at_the_root() -> None:
+    """Every other module lives in a package named after its concept."""
+    loose = {p.name for p in PACKAGE.iterdir() if p.is_file() and p.name != "__pycache__"}
+    assert loose == ROOT_MODULES
+
+
+def test_no_module_is_called_documents() -> None:
+    """Five modules named ``documents.py`` meant five things; each now says which."""
+    found = [p for folder in (PACKAGE, *ADAPTERS) for p in folder.rglob("documents.py")]
+    assert found == []
+
+
 def test_the_facade_stays_thin() -> None:
     tree = ast.parse((PACKAGE / "retriever.py").read_text(encoding="utf-8"))
     (facade,) = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Retriever"]
@@ -148,7 +164,7 @@ def test_the_facade_stays_thin() -> None:
 
 def _reserved_keys() -> set[str]:
     """The key names records.py defines (its ``remy_...`` string constants)."""
-    tree = ast.parse((PACKAGE / "records.py").read_text(encoding="utf-8"))
+    tree = ast.parse((PACKAGE / "schema" / "records.py").read_text(encoding="utf-8"))
     return {
         node.value
         for node in ast.walk(tree)
@@ -161,7 +177,7 @@ def _reserved_keys() -> set[str]:
 @pytest.mark.parametrize("path", _sources(), ids=lambda p: str(p.relative_to(ROOT)))
 def test_only_records_knows_the_stored_format(path: Path) -> None:
     """No other module names a reserved key or builds/parses a chunk id by hand."""
-    if path == PACKAGE / "records.py":
+    if path == PACKAGE / "schema" / "records.py":
         return
     tree = ast.parse(path.read_text(encoding="utf-8"))
     reserved = _reserved_keys()
@@ -233,12 +249,12 @@ def test_adapters_import_only_the_public_core_surface(folder: Path) -> None:
 def test_the_surface_check_catches_private_imports(tmp_path: Path) -> None:
     (tmp_path / "bad.py").write_text(
         "import remy_retriever.stores.dense\n"
-        "from remy_retriever.records import chunk_id\n"
+        "from remy_retriever.schema.records import chunk_id\n"
         "from remy_retriever import Retriever, _private\n"
     )
     assert _surface_violations(tmp_path) == [
         "bad.py:1: remy_retriever.stores.dense",
-        "bad.py:2: remy_retriever.records",
+        "bad.py:2: remy_retriever.schema.records",
         "bad.py:3: remy_retriever._private is not in its __all__",
     ]
 

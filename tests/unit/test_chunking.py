@@ -13,8 +13,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from remy_retriever.documents import Chunk, with_heading_path
 from remy_retriever.errors import InvalidDocumentError, InvalidInputError
+from remy_retriever.schema.document import Chunk, with_heading_path
 from remy_retriever.text.chunking import chunk_text
 from remy_retriever.text.tokens import approximate_token_counter
 

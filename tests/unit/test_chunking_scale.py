@@ -131,7 +131,7 @@ def test_ordinary_text_chunks_as_before() -> None:
 
 _RSS_CHILD = """
 import json, resource, sys
-from remy_retriever.embeddings import SentenceTransformerEmbedder
+from remy_retriever.models.embeddings import SentenceTransformerEmbedder
 from remy_retriever.text.chunking import chunk_text
 embedder = SentenceTransformerEmbedder(None)
 embedder.count_tokens(["warm up the tokenizer"])

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks import readme
-from remy_retriever import options
+from remy_retriever.schema import options
 
 ROOT = Path(__file__).resolve().parents[2]
 _GENERATED = re.compile(r"<!-- (results|view):([\w.-]+) -->\n.*?<!-- /\1:\2 -->", re.S)

@@ -12,14 +12,14 @@ import numpy as np
 import pytest
 
 from remy_retriever import InvalidInputError, ModelLoadError
-from remy_retriever.embeddings import (
+from remy_retriever.models.embeddings import (
     BACKENDS,
     check_backend,
     embedder_from_config,
     resolve_embedder,
 )
-from remy_retriever.onnx_embedder import OnnxEmbedder
-from remy_retriever.onnx_export import read_pipeline
+from remy_retriever.models.onnx_embedder import OnnxEmbedder
+from remy_retriever.models.onnx_export import read_pipeline
 from remy_retriever.search.query_cache import QueryVectorCache
 from remy_retriever.stores.identity import EmbedderIdentity, check_identity
 

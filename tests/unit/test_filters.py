@@ -3,7 +3,7 @@
 import pytest
 
 from remy_retriever.errors import InvalidFilterError
-from remy_retriever.filters import (
+from remy_retriever.schema.filters import (
     MAX_CONDITIONS,
     MAX_DEPTH,
     MAX_LIST_VALUES,
@@ -226,7 +226,7 @@ def test_lone_surrogates_are_rejected_by_parse_where_itself() -> None:
 
 
 def test_and_where_keeps_every_clause_and_drops_empty_ones() -> None:
-    from remy_retriever.filters import and_where
+    from remy_retriever.schema.filters import and_where
 
     assert and_where() is None
     assert and_where(None, {}) is None
@@ -238,7 +238,7 @@ def test_and_where_keeps_every_clause_and_drops_empty_ones() -> None:
 
 
 def test_scope_where_keeps_only_the_given_tags() -> None:
-    from remy_retriever.filters import document_where, scope_where
+    from remy_retriever.schema.filters import document_where, scope_where
 
     assert scope_where(None, key="tag") is None
     assert scope_where(["a", "a"], key="tag") == {"tag": "a"}

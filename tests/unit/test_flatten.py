@@ -5,7 +5,12 @@ from __future__ import annotations
 import pytest
 
 from remy_retriever import Citation, InvalidInputError, SearchHit
-from remy_retriever.flatten import FLAT_KEYS, SHADOW_KEY, hit_from_metadata, hit_to_metadata
+from remy_retriever.integration.flatten import (
+    FLAT_KEYS,
+    SHADOW_KEY,
+    hit_from_metadata,
+    hit_to_metadata,
+)
 
 
 def _hit(**kwargs: object) -> SearchHit:

@@ -1,6 +1,6 @@
 """SearchHit wire form: camelCase names, optional fields omitted, lossless round trip."""
 
-from remy_retriever.hits import BranchExplain, Citation, Match, SearchExplain, SearchHit
+from remy_retriever.schema.hits import BranchExplain, Citation, Match, SearchExplain, SearchHit
 
 
 def _citation() -> Citation:

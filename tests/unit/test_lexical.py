@@ -24,8 +24,8 @@ from remy_retriever.errors import (
     InvalidQueryError,
     StoreError,
 )
-from remy_retriever.filters import Compare, Filter, matches, parse_where
-from remy_retriever.records import LexicalRecord
+from remy_retriever.schema.filters import Compare, Filter, matches, parse_where
+from remy_retriever.schema.records import LexicalRecord
 from remy_retriever.stores import lexical
 from remy_retriever.stores.lexical import MAX_NUMERIC_KEYS, LexicalIndex
 

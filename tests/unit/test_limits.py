@@ -11,13 +11,6 @@ import numpy as np
 import pytest
 
 from remy_retriever import Document, InvalidDocumentError, InvalidInputError, SearchOptions
-from remy_retriever.documents import (
-    MAX_METADATA_BYTES,
-    MAX_METADATA_KEY_CHARS,
-    MAX_METADATA_KEYS,
-    MAX_METADATA_VALUE_BYTES,
-    metadata_limit_error,
-)
 from remy_retriever.memory.checks import (
     MAX_LINKED_DOCUMENTS,
     MAX_MEMORY_METADATA_BYTES,
@@ -26,10 +19,17 @@ from remy_retriever.memory.checks import (
     check_metadata,
 )
 from remy_retriever.memory.model import PARENT_KEYS
-from remy_retriever.records import RECORD_OVERHEAD_KEYS, LexicalRecord
-from remy_retriever.reprs import short_repr
+from remy_retriever.schema.document import (
+    MAX_METADATA_BYTES,
+    MAX_METADATA_KEY_CHARS,
+    MAX_METADATA_KEYS,
+    MAX_METADATA_VALUE_BYTES,
+    metadata_limit_error,
+)
+from remy_retriever.schema.records import RECORD_OVERHEAD_KEYS, LexicalRecord
+from remy_retriever.schema.validation import as_list, check_storable
 from remy_retriever.search.rerank import rerank
-from remy_retriever.validation import as_list, check_storable
+from remy_retriever.util.reprs import short_repr
 
 #: Measured with chromadb 1.5.9 (embedded): one record of 5,461 metadata keys is stored,
 #: 5,462 fails in log compaction and leaves the store unopenable (SQLite's 32,766

@@ -15,13 +15,13 @@ import pytest
 
 from remy_retriever import Citation, InvalidDocumentError, SearchHit
 from remy_retriever.cli import build_parser, main
-from remy_retriever.ingest.files import resolve_inside
 from remy_retriever.mcp_server.formatting import (
     NO_RESULTS,
     document_id_from_uri,
     document_uri,
     format_hits,
 )
+from remy_retriever.util.paths import resolve_inside
 
 HITS = [
     SearchHit(

@@ -14,14 +14,14 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from remy_retriever import RemyError
-from remy_retriever.responses import (
+from remy_retriever.search.grouped import lead_summary
+from remy_retriever.supermemory.responses import (
     ChunkResult,
     DocumentSearchResponse,
     InvalidResponseError,
     MemoryResult,
     MemorySearchResponse,
 )
-from remy_retriever.search.documents import lead_summary
 
 SPEC = Path(__file__).resolve().parents[3] / "shared" / "spec" / "supermemory-response-schema.md"
 

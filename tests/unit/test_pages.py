@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 
 from remy_retriever import Citation, Document, InvalidDocumentError, SearchHit
-from remy_retriever.documents import Chunk, page_span
-from remy_retriever.flatten import SHADOW_KEY, hit_from_metadata, hit_to_metadata
-from remy_retriever.hits import pages_label
-from remy_retriever.records import (
+from remy_retriever.integration.flatten import SHADOW_KEY, hit_from_metadata, hit_to_metadata
+from remy_retriever.schema.document import Chunk, page_span
+from remy_retriever.schema.hits import pages_label
+from remy_retriever.schema.records import (
     chunk_metadata,
     document_fields,
     document_metadata,
@@ -20,7 +20,7 @@ from remy_retriever.records import (
     to_citation,
     unpack,
 )
-from remy_retriever.responses import (
+from remy_retriever.supermemory.responses import (
     DocumentChunk,
     InvalidResponseError,
     MemorySearchResponse,
@@ -245,7 +245,7 @@ def test_document_chunk_pages_on_the_wire() -> None:
 def test_flattened_passages_carry_the_page() -> None:
     """Document- and memory-search results reach the adapters as passages; a paged
     chunk's page must survive that step too."""
-    from remy_retriever.passages import memory_passages
+    from remy_retriever.integration.passages import memory_passages
 
     memory = {
         "results": [

@@ -1,4 +1,4 @@
-"""The stored format (remy_retriever.records): chunk ids, and record metadata as written to
+"""The stored format (remy_retriever.schema.records): chunk ids, and record metadata as written to
 and read from Chroma (pure functions, no Chroma)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import json
 import pytest
 
 from remy_retriever.errors import StoreError
-from remy_retriever.records import (
+from remy_retriever.schema.records import (
     PACKED_KEY,
     TEXT_KEY,
     chunk_id,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from remy_retriever.rerankers import CrossEncoderReranker
+from remy_retriever.models.rerankers import CrossEncoderReranker
 
 
 class Counting(CrossEncoderReranker):

@@ -10,7 +10,7 @@ pytest.importorskip("fastapi", reason="the server extra is not installed")
 from remy_retriever.cli import main
 from remy_retriever.cli.serve import check_host
 from remy_retriever.errors import InvalidInputError
-from remy_retriever.server.auth import (
+from remy_retriever.http_api.auth import (
     AccessDeniedError,
     KeyRing,
     Principal,

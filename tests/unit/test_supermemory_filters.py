@@ -14,8 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from remy_retriever.errors import InvalidFilterError
-from remy_retriever.filters import matches, parse_where
-from remy_retriever.supermemory_filters import where_from_filters
+from remy_retriever.schema.filters import matches, parse_where
+from remy_retriever.supermemory.filters import where_from_filters
 
 KEYS = ["a", "b"]
 STORED = st.one_of(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from remy_retriever.errors import InvalidInputError
-from remy_retriever.options import dump_search_config, load_search_config
+from remy_retriever.schema.options import dump_search_config, load_search_config
 from remy_retriever.search.fusion import fuse, normalize, peak_alpha
 from remy_retriever.search.tuning import Collected, defaults, fit
 

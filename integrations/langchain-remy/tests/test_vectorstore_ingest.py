@@ -145,7 +145,7 @@ def test_to_remy_documents_ids_and_refusals() -> None:
     one_each = to_remy_documents(docs, group=False)
     assert [d.id for d in one_each] == ["s.md@0", "s.md@3", "t.md@0", "t.md@1", "mine"]
     assert [d.chunk_spans for d in one_each] == [((0, 3),), ((0, 3),), None, None, None]
-    with pytest.raises(InvalidInputError, match="remy_retriever.documents.Document"):
+    with pytest.raises(InvalidInputError, match="remy_retriever.schema.document.Document"):
         to_remy_documents([converted[0]])  # type: ignore[list-item]
     with pytest.raises(InvalidInputError, match="2 ids for 5 documents"):
         to_remy_documents(docs, ids=["x", "y"])

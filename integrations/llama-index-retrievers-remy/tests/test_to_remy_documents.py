@@ -120,7 +120,7 @@ def test_the_core_names_the_converter_for_llama_index_nodes(tmp_path: Path) -> N
     from llama_index.core.schema import TextNode
 
     from remy_retriever import InvalidDocumentError, Retriever
-    from remy_retriever.embeddings import SentenceTransformerEmbedder
+    from remy_retriever.models.embeddings import SentenceTransformerEmbedder
 
     r = Retriever(tmp_path / "db", embedder=SentenceTransformerEmbedder())
     with pytest.raises(InvalidDocumentError) as caught:

@@ -95,7 +95,7 @@ def _call(
 
 def _existing(r: Retriever) -> dict[str, int]:
     docs: dict[str, int] = {}
-    for page in r.dense.iter_all(documents=False):
+    for page in r._sync.dense.iter_all(documents=False):
         for _, _, meta in page:
             docs[str(meta["remy_doc_id"])] = int(meta["remy_n_chunks"])
     return docs

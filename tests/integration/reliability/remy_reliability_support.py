@@ -71,13 +71,13 @@ class TokenHashEmbedder:
 
 def dense_records(r: Retriever) -> dict[str, dict[str, Any]]:
     """Chunk id -> metadata of everything in Chroma."""
-    return {cid: meta for page in r.dense.iter_all(documents=False) for cid, _, meta in page}
+    return {cid: meta for page in r._sync.dense.iter_all(documents=False) for cid, _, meta in page}
 
 
 def snapshot(r: Retriever) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
     """(Chroma chunk ids, lexical chunk ids, document-table ids): to check nothing changed."""
-    docs = frozenset(i for page in r.document_table.iter_metadata() for i, _ in page)
-    return frozenset(dense_records(r)), frozenset(r.lexical.ids()), docs
+    docs = frozenset(i for page in r._sync.table.iter_metadata() for i, _ in page)
+    return frozenset(dense_records(r)), frozenset(r._sync.lexical.ids()), docs
 
 
 def check_whole_documents(r: Retriever) -> dict[str, int]:
@@ -104,12 +104,12 @@ def check_whole_documents(r: Retriever) -> dict[str, int]:
 
 def check_indexes_agree(r: Retriever) -> None:
     dense = set(dense_records(r))
-    lexical = r.lexical.ids()
+    lexical = r._sync.lexical.ids()
     assert dense == lexical, (
         f"Chroma and the lexical index disagree: only in Chroma {sorted(dense - lexical)[:5]}, "
         f"only lexical {sorted(lexical - dense)[:5]}"
     )
-    assert not r.lexical.state.get("dirty"), r.lexical.state
+    assert not r._sync.lexical.state.get("dirty"), r._sync.lexical.state
 
 
 def vector_ids(r: Retriever) -> set[str]:
@@ -121,9 +121,9 @@ def vector_ids(r: Retriever) -> set[str]:
     reported as lost while a fresh process found every vector."""
     # Read the store as it is on disk: reload this process's embedded view first (it may
     # predate other processes' writes; remy's own vector reads reload the same way).
-    r.dense.ensure_fresh(force=True)
+    r._sync.dense.ensure_fresh(force=True)
     ids = sorted(dense_records(r))
-    return set(ids) - set(r.dense.missing_vectors(ids, batch=500))
+    return set(ids) - set(r._sync.dense.missing_vectors(ids, batch=500))
 
 
 def check_vectors_complete(r: Retriever) -> None:

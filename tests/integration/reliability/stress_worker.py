@@ -82,7 +82,7 @@ def _wait_for(go: Path) -> None:
 def write(r: Retriever, seconds: float) -> dict[str, Any]:
     rng = np.random.default_rng(5)
     pick = random.Random(5)
-    alive = {int(d[3:]) for page in r.document_table.iter_metadata() for d, _ in page}
+    alive = {int(d[3:]) for page in r._sync.table.iter_metadata() for d, _ in page}
     versions = dict.fromkeys(alive, 0)
     ops: Counter[str] = Counter()
     errors: Counter[str] = Counter()

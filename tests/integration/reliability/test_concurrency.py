@@ -280,12 +280,12 @@ def test_a_read_that_stays_stale_fails_after_bounded_retries(tmp_path: Path) -> 
         raise RuntimeError(msg)
 
     with pytest.raises(StoreError, match=r"stayed behind .*`chroma run`") as info:
-        r.dense._read("search", stale)
+        r._sync.dense._read("search", stale)
     assert "Error finding id" in str(info.value)
     assert len(calls) == len(STALE_READ_DELAYS) + 1
     calls.clear()  # any other failure is not retried
     with pytest.raises(StoreError, match="boom"):
-        r.dense._read("search", broken)
+        r._sync.dense._read("search", broken)
     assert len(calls) == 1
     r.close()
 
@@ -416,7 +416,7 @@ def test_a_read_of_repeated_chunk_ids_returns_each_once(tmp_path: Path) -> None:
     mid-update can hand the pipeline a chunk twice (seen in the stress test)."""
     r = Retriever(tmp_path / "db", embedder=TokenHashEmbedder())
     r.add([Document(id="a", text="# A\n\nalpha river stone")])
-    records = r.dense.get(ids=["a#0", "a#0", "a#0"])
+    records = r._sync.dense.get(ids=["a#0", "a#0", "a#0"])
     assert [record[0] for record in records] == ["a#0"]
     r.close()
 

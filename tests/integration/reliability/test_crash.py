@@ -318,7 +318,7 @@ def test_deleted_or_garbled_lexical_files_are_rebuilt_on_open(tmp_path: Path, da
     else:
         (tantivy_dir.parent / "state.json").write_text("{not json")
     with _open(store) as r:
-        assert r.lexical.recovered_from  # it noticed, discarded and rebuilt
+        assert r._sync.lexical.recovered_from  # it noticed, discarded and rebuilt
         _check_all_searchable(r)
 
 
@@ -347,8 +347,8 @@ def test_cli_doctor_detects_and_repairs_damage(
     with Retriever(store, collection="kbase") as r:
         r.add(_docs())
         # Behind our back: chunks vanish from Chroma, one chunk from the lexical index.
-        r.dense.collection.delete(ids=["doc1#0"])
-        r.lexical.delete(["doc2#1"])
+        r._sync.dense.collection.delete(ids=["doc1#0"])
+        r._sync.lexical.delete(["doc2#1"])
     base = ["--db", str(store), "--collection", "kbase"]
     assert cli_main(["doctor", *base, "--json"]) == 1
     report = json.loads(capsys.readouterr().out)
@@ -374,7 +374,7 @@ def test_a_failed_write_is_repaired_before_the_next_one(tmp_path: Path) -> None:
     store = tmp_path / "db"
     r = _open(store)
     r.add(_docs())
-    original = r.dense.delete
+    original = r._sync.dense.delete
     calls: list[Any] = []
 
     def failing_delete(ids: Any) -> None:
@@ -382,14 +382,14 @@ def test_a_failed_write_is_repaired_before_the_next_one(tmp_path: Path) -> None:
         msg = "simulated failure after the new chunks were written"
         raise OSError(msg)
 
-    r.dense.delete = failing_delete  # type: ignore[method-assign]
+    r._sync.dense.delete = failing_delete  # type: ignore[method-assign]
     shorter = Document(id="doc0", text="# Title 0\n\n## A\n\nalpha0 gamma.", metadata={})
     with pytest.raises(Exception, match="simulated"):
         r.add([shorter])
-    r.dense.delete = original  # type: ignore[method-assign]
-    assert calls and r.lexical.state.get("dirty")
+    r._sync.dense.delete = original  # type: ignore[method-assign]
+    assert calls and r._sync.lexical.state.get("dirty")
     r.add([Document(id="late", text="# Late\n\nomega late arrival.")])
-    assert not r.lexical.state.get("dirty")
+    assert not r._sync.lexical.state.get("dirty")
     check_indexes_agree(r)
     assert r.doctor().ok
     check_whole_documents(r)
@@ -464,7 +464,7 @@ def test_doctor_finds_and_restores_vectors_lost_from_chromas_index(tmp_path: Pat
         after = r.doctor()
         assert after.missing_vectors == () and after.ok, after
         check_indexes_agree(r)
-        for cid, text, _ in r.dense.get(ids=list(report.missing_vectors)[:20]):
+        for cid, text, _ in r._sync.dense.get(ids=list(report.missing_vectors)[:20]):
             # Its vector is back: a near-exhaustive semantic search for its own text
             # finds it (candidates=500 over ~1,000 chunks; a plain top-1 ANN answer can
             # miss on a graph built from one large parallel insert).

@@ -402,7 +402,7 @@ def test_cli_search_never_crashes(
     where: str | None,
     flags: list[str],
 ) -> None:
-    db = str(Path(store.dense.client.get_settings().persist_directory))
+    db = str(Path(store._sync.dense.client.get_settings().persist_directory))
     argv = ["search", query, "--db", db, "--collection", "fuzz", "--mode", mode, "--k", k, *flags]
     if where is not None:
         argv += ["--where", where]
@@ -420,7 +420,7 @@ def test_cli_search_never_crashes(
 def test_cli_ingest_rejects_bad_files_and_stores_nothing(
     store: Retriever, baseline: Any, tmp_path: Path
 ) -> None:
-    db = str(Path(store.dense.client.get_settings().persist_directory))
+    db = str(Path(store._sync.dense.client.get_settings().persist_directory))
     folder = tmp_path / "in"
     folder.mkdir()
     (folder / "ok.md").write_text("# OK\n\nfine")

@@ -55,7 +55,7 @@ from remy_retriever import (
     SearchHit,
     SearchOptions,
 )
-from remy_retriever.retry import RetryPolicy
+from remy_retriever.util.retry import RetryPolicy
 
 pytestmark = pytest.mark.timeout(900)
 

@@ -18,21 +18,21 @@ from remy_retriever import (
     InvalidInputError,
     Retriever,
 )
-from remy_retriever.documents import (
+from remy_retriever.memory import MemoryStore
+from remy_retriever.memory.checks import MAX_MEMORY_METADATA_KEYS
+from remy_retriever.schema.document import (
     MAX_METADATA_BYTES,
     MAX_METADATA_KEY_CHARS,
     MAX_METADATA_KEYS,
     MAX_METADATA_VALUE_BYTES,
 )
-from remy_retriever.filters import (
+from remy_retriever.schema.filters import (
     MAX_CONDITIONS,
     MAX_DEPTH,
     MAX_LIST_VALUES,
     matches,
     parse_where,
 )
-from remy_retriever.memory import MemoryStore
-from remy_retriever.memory.checks import MAX_MEMORY_METADATA_KEYS
 
 EMBEDDER = TokenHashEmbedder()
 BODY = "Kettle descaling. Fill the kettle with vinegar and water, boil, rinse twice."

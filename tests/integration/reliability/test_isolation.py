@@ -143,7 +143,7 @@ def _check(r: Retriever, hits: list[SearchHit], tenant: str, owners: dict[str, s
         if hit.neighbors is not None:
             mine = {
                 rec_text
-                for _, rec_text, meta in r.dense.get(
+                for _, rec_text, meta in r._sync.dense.get(
                     where={"remy_doc_id": hit.citation.document_id}
                 )
                 if meta.get("tenant") == tenant
@@ -206,9 +206,9 @@ def test_stale_lexical_entries_are_rechecked_against_chroma(make: Any) -> None:
     victim = "d0#0"
     assert {"d0#0", "d0#1", "d0#2"} <= set(dense_records(r))
     # Behind our back: change the tenant in Chroma only (the lexical index still says acme).
-    record = r.dense.get(ids=[victim])[0]
-    r.dense.collection.update(ids=[victim], metadatas=[{**record[2], "tenant": "globex"}])
-    assert victim in {cid for cid, _ in r.lexical.search("salary", 5, None)}
+    record = r._sync.dense.get(ids=[victim])[0]
+    r._sync.dense.collection.update(ids=[victim], metadatas=[{**record[2], "tenant": "globex"}])
+    assert victim in {cid for cid, _ in r._sync.lexical.search("salary", 5, None)}
     for mode in MODES:
         for query in ("secret salary", "merger dashboard report"):
             for options in ({}, {"expand": 2}, {"explain": True, "highlight": True}):

@@ -53,7 +53,7 @@ def test_the_recipe_recovers_a_store_poisoned_by_too_many_metadata_keys(tmp_path
     # Bypassing remy, as an older version or another program could. Chroma may or may
     # not report the failure; the store is broken either way (checked below).
     with contextlib.suppress(Exception):
-        r.dense.collection.add(ids=["bomb"], embeddings=[vector], metadatas=[bomb])
+        r._sync.dense.collection.add(ids=["bomb"], embeddings=[vector], metadatas=[bomb])
     r.close()
     broken = _opens(store)
     assert broken.returncode != 0, broken.stdout

@@ -22,7 +22,7 @@ from remy_reliability_support import (
 )
 
 from remy_retriever import Document, Retriever, ServerUnavailableError
-from remy_retriever.retry import RetryPolicy
+from remy_retriever.util.retry import RetryPolicy
 
 pytestmark = pytest.mark.server
 _names = itertools.count()

@@ -19,7 +19,7 @@ from supermemory import (
     Supermemory,
 )
 
-from remy_retriever.hits import SearchHit
+from remy_retriever.schema.hits import SearchHit
 
 pytestmark = pytest.mark.slow
 

@@ -5,7 +5,7 @@
 """
 
 from .base import NoEmbedding, RemyVectorStore, filters_to_where
-from .documents import flatten_metadata, from_remy_metadata, stable_id, to_remy_documents
+from .convert import flatten_metadata, from_remy_metadata, stable_id, to_remy_documents
 
 __all__ = [
     "NoEmbedding",

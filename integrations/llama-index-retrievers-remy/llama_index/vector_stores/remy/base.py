@@ -49,7 +49,7 @@ from llama_index.retrievers.remy.convert import hit_to_node
 from remy_retriever import Document, Embedder, InvalidFilterError, InvalidInputError, Retriever
 from remy_retriever.integration import open_engine
 
-from .documents import (
+from .convert import (
     JSON_KEYS,
     flatten_metadata,
     from_remy_metadata,

@@ -17,9 +17,9 @@ import numpy as np
 from chromadb.api.types import Documents, EmbeddingFunction, Embeddings
 from chromadb.utils.embedding_functions import register_embedding_function
 
-from .errors import InvalidInputError, ModelLoadError
-from .model_paths import DEFAULT_MODEL, is_default_model, resolve_model_path
-from .text.analysis import sanitize
+from ..errors import InvalidInputError, ModelLoadError
+from ..text.analysis import sanitize
+from .paths import DEFAULT_MODEL, is_default_model, resolve_model_path
 
 __all__ = [
     "BACKENDS",

@@ -8,9 +8,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Union
 
-from .errors import InvalidDocumentError
+from ..errors import InvalidDocumentError, InvalidInputError
+from ..util.reprs import short_repr
 from .records import CHUNK_SEPARATOR, RESERVED_PREFIX, chunk_id
-from .reprs import short_repr
 
 __all__ = [
     "CONTAINER_TAG_KEY",
@@ -21,6 +21,7 @@ __all__ = [
     "Chunk",
     "Document",
     "MetadataValue",
+    "check_id_prefix",
     "metadata_limit_error",
     "page_span",
     "validate_document_id",
@@ -358,3 +359,26 @@ def with_heading_path(heading_path: tuple[str, ...] | list[str], text: str) -> s
     if not heading_path:
         return text
     return " > ".join(heading_path) + "\n\n" + text
+
+
+def check_id_prefix(id_prefix: object) -> str:
+    """``id_prefix`` (``None``: ``""``) if every id it starts can be a document id."""
+    if id_prefix is None:
+        return ""
+    if (
+        not isinstance(id_prefix, str)
+        or not id_prefix
+        or "#" in id_prefix
+        or any(ord(c) < 0x20 or ord(c) == 0x7F for c in id_prefix)
+    ):
+        msg = (
+            f"id_prefix must be a non-empty str without '#' or control characters, like "
+            f"'docs/', got {type(id_prefix).__name__} {short_repr(id_prefix)}"
+        )
+        raise InvalidInputError(msg)
+    try:
+        validate_document_id(id_prefix + "x")
+    except InvalidDocumentError as exc:
+        msg = f"id_prefix {short_repr(id_prefix)} cannot start document ids: {exc}"
+        raise InvalidInputError(msg) from None
+    return id_prefix

@@ -26,9 +26,9 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-from .documents import Document
-from .errors import InvalidInputError
-from .records import document_id_of
+from ..errors import InvalidInputError
+from ..schema.document import Document
+from ..schema.records import document_id_of
 
 __all__ = [
     "BeirDataset",

@@ -1,12 +1,6 @@
-"""What the framework adapters share, and the only core surface they import besides the
-package root and ``remy_retriever.memory``: opening an engine, building search options,
-reranking that keeps the retrieval rank, and the flat metadata layouts of a hit and of a
-document- or memory-search response (:mod:`.flatten`, :mod:`.passages`).
-
-``langchain-remy`` and ``llama-index-retrievers-remy`` are thin translations on top of
-these; keeping them here means both adapters open engines, check options and rerank in
-exactly the same way, with the same messages.
-"""
+"""The adapters' shared steps: opening an engine, checking and building search options,
+resolving a reranker and rescoring a framework object's metadata (re-exported by
+:mod:`remy_retriever.integration`, the public path)."""
 
 from __future__ import annotations
 
@@ -14,39 +8,20 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from .embeddings import Embedder
-from .errors import InvalidInputError
-from .flatten import FLAT_KEYS, SHADOW_KEY, hit_from_metadata, hit_to_metadata
-from .options import SearchOptions, check_int
-from .passages import Passage, document_passages, memory_passages
-from .records import RESERVED_PREFIX, chunk_id
-from .rerankers import Reranker, resolve_reranker
-from .retriever import Retriever
-from .search.rerank import Reranked, rerank
-from .text.chunking import text_from_pieces
+from ..errors import InvalidInputError
+from ..models.embeddings import Embedder
+from ..models.rerankers import Reranker, resolve_reranker
+from ..retriever import Retriever
+from ..schema.options import SearchOptions
+from ..search.rerank import Reranked
 
 __all__ = [
     "FIELD_OPTIONS",
-    "FLAT_KEYS",
-    "RESERVED_PREFIX",
-    "SHADOW_KEY",
-    "Passage",
-    "Reranked",
-    "Reranker",
     "build_options",
-    "check_int",
     "check_search_kwargs",
-    "chunk_id",
-    "document_passages",
-    "hit_from_metadata",
-    "hit_to_metadata",
-    "memory_passages",
     "open_engine",
-    "rerank",
     "reranker_for",
     "rescored_metadata",
-    "resolve_reranker",
-    "text_from_pieces",
 ]
 
 #: Search options an adapter exposes as its own fields; the others go in ``search_kwargs``.

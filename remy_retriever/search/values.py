@@ -1,6 +1,6 @@
 """The values stored under one metadata key, read inside a scope: what the supermemory
 filter operators that ``where`` lacks (substring, case-insensitive, a negated order
-comparison) are resolved against (:func:`remy_retriever.supermemory_filters.where_from_filters`).
+comparison) are resolved against (:func:`remy_retriever.supermemory.filters.where_from_filters`).
 
 Scope first: the scan reads only the records the caller's ``where`` (container tags,
 pinned tag, document id) keeps, so a value stored outside the scope never shapes the
@@ -14,10 +14,10 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from ..documents import MetadataValue
 from ..errors import InvalidFilterError
-from ..filters import parse_where, to_chroma
-from ..retriever import Retriever
+from ..schema.document import MetadataValue
+from ..schema.filters import parse_where, to_chroma
+from ..stores.dense import DenseStore
 
 __all__ = ["MAX_SCANNED_VALUES", "metadata_values"]
 
@@ -26,7 +26,7 @@ MAX_SCANNED_VALUES = 10_000
 
 
 def metadata_values(
-    retriever: Retriever,
+    dense: DenseStore,
     key: str,
     *,
     where: Mapping[str, Any] | None = None,
@@ -35,14 +35,14 @@ def metadata_values(
     """The distinct values the chunks matching ``where`` (every chunk for ``None``) store
     under ``key``, in the order first seen. More than ``limit`` distinct values raise
     :class:`InvalidFilterError` naming the key and the fix."""
-    return list(_distinct(retriever, key, where, limit))
+    return list(_distinct(dense, key, where, limit))
 
 
 def _distinct(
-    retriever: Retriever, key: str, where: Mapping[str, Any] | None, limit: int
+    dense: DenseStore, key: str, where: Mapping[str, Any] | None, limit: int
 ) -> Iterator[MetadataValue]:
     seen: set[tuple[type, object]] = set()
-    for page in retriever.dense.iter_all(where=to_chroma(parse_where(where)), documents=False):
+    for page in dense.iter_all(where=to_chroma(parse_where(where)), documents=False):
         for _, _, meta in page:
             value = meta.get(key)
             if not isinstance(value, (str, int, float, bool)) or (type(value), value) in seen:

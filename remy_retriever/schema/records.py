@@ -2,8 +2,8 @@
 
 Every other module asks this one to make or parse a chunk id, name a reserved key, turn
 a document and its chunks into record metadata, pack that metadata for Chroma and read
-it back, or turn a stored record into a :class:`~remy_retriever.hits.Citation`, a
-:class:`~remy_retriever.hits.SearchHit` or a :class:`LexicalRecord`. It does no I/O.
+it back, or turn a stored record into a :class:`~remy_retriever.schema.hits.Citation`, a
+:class:`~remy_retriever.schema.hits.SearchHit` or a :class:`LexicalRecord`. It does no I/O.
 
 Chunk ids are ``"<document id>#<position>"`` (:func:`chunk_id`); fusion keys on them.
 
@@ -33,9 +33,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from .errors import InvalidDocumentError, StoreError
+from ..errors import InvalidDocumentError, StoreError
+from ..util.reprs import short_repr
 from .hits import Citation, SearchExplain, SearchHit
-from .reprs import short_repr
 
 __all__ = [
     "CHUNK_SEPARATOR",
@@ -187,7 +187,7 @@ class DocumentFields(Protocol):
 
 
 class ChunkFields(Protocol):
-    """What the stored format reads off a :class:`~remy_retriever.documents.Chunk`."""
+    """What the stored format reads off a :class:`~remy_retriever.schema.document.Chunk`."""
 
     @property
     def position(self) -> int: ...

@@ -24,9 +24,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..schema.records import document_id_of
+from ..supermemory.responses import (
+    ChunkResult,
+    DocumentSearchResponse,
+    MemoryResult,
+    MemorySearchResponse,
+)
 from .flatten import SHADOW_KEY
-from .records import document_id_of
-from .responses import ChunkResult, DocumentSearchResponse, MemoryResult, MemorySearchResponse
 
 __all__ = ["Passage", "document_passages", "memory_passages"]
 

@@ -12,10 +12,10 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from .documents import Document
-from .errors import InvalidDocumentError, InvalidInputError
+from ..errors import InvalidDocumentError, InvalidInputError
+from ..util.reprs import short_repr
+from .document import Document
 from .records import INT64_MAX, INT64_MIN, SURROGATE
-from .reprs import short_repr
 
 __all__ = ["as_list", "check_storable"]
 

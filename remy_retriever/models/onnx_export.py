@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import InvalidInputError, ModelLoadError
+from ..errors import InvalidInputError, ModelLoadError
 
 __all__ = [
     "CACHE_ENV",

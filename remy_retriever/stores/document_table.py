@@ -3,7 +3,7 @@
 One record per document (full text, citation fields, timestamps) in a companion Chroma
 collection ``<collection>-remydocs`` (:func:`table_name`), so that Chroma stays the single
 source of truth. Records carry a constant 1-d vector: this collection is only ever read by
-id, never searched. Chroma I/O only; the record layout is :mod:`remy_retriever.records`'.
+id, never searched. Chroma I/O only; the record layout is :mod:`remy_retriever.schema.records`'.
 
 Names ending in :data:`TABLE_SUFFIX` are reserved for these tables (the Retriever refuses
 them as collection names), so a table never shares a name with a user's collection.
@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 from chromadb.errors import NotFoundError
 
-from ..documents import Document
-from ..records import document_fields, pack, unpack
+from ..schema.document import Document
+from ..schema.records import document_fields, pack, unpack
 from .chroma import ChromaCalls, paged
 
 __all__ = ["TABLE_SUFFIX", "DocumentTable", "StoredDocument", "table_name"]

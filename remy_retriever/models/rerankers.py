@@ -14,12 +14,13 @@ import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, NamedTuple, Protocol, runtime_checkable
+from typing import Any, NamedTuple
 
 import numpy as np
 
-from .errors import InvalidInputError, ModelLoadError, RerankerUnavailableError
-from .reprs import short_repr
+from ..errors import InvalidInputError, ModelLoadError, RerankerUnavailableError
+from ..schema.protocols import Reranker
+from ..util.reprs import short_repr
 
 __all__ = [
     "DEFAULT_RERANKER",
@@ -32,16 +33,6 @@ __all__ = [
 _log = logging.getLogger("remy.rerank")
 
 DEFAULT_RERANKER = "cross-encoder/ms-marco-MiniLM-L6-v2"
-
-
-@runtime_checkable
-class Reranker(Protocol):
-    """Scores ``(query, text)`` pairs; higher is more relevant. Return one finite float
-    per text, in order (a list, tuple, array or generator), in 0-1 if you want
-    ``min_score`` to be meaningful across modes. Anything else (``None``, the wrong
-    count, NaN, a str) and any exception from ``score`` raise ``InvalidInputError``."""
-
-    def score(self, query: str, texts: Sequence[str]) -> list[float]: ...
 
 
 class CrossEncoderReranker:

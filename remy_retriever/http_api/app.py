@@ -26,7 +26,6 @@ from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from ..documents import Document
 from ..errors import (
     IndexLockedError,
     InvalidInputError,
@@ -36,12 +35,13 @@ from ..errors import (
 )
 from ..loaders import MissingExtraError, loader_for
 from ..memory import DocumentNotFoundError, MemoryNotFoundError
-from ..reprs import short_repr
-from ..responses import DocumentSearchResponse, MemorySearchResponse
+from ..schema.document import Document
+from ..supermemory.responses import DocumentSearchResponse, MemorySearchResponse
+from ..util.reprs import short_repr
 from . import wire
 from .auth import AccessDeniedError, KeyRing, NotFoundError, Principal, UnauthorizedError
-from .documents import one_tag
 from .service import Service
+from .shapes import one_tag
 
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "create_app"]
 

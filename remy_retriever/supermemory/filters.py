@@ -8,7 +8,7 @@ Supermemory (``/v3/search``, ``/v4/search``, the MCP tools) filters with a tree:
                      {"key": "title", "value": "intro", "filterType": "string_contains",
                       "ignoreCase": True}]}]}
 
-:func:`where_from_filters` turns it into a ``where`` dict (:mod:`remy_retriever.filters`),
+:func:`where_from_filters` turns it into a ``where`` dict (:mod:`remy_retriever.schema.filters`),
 so the filter runs inside both branches before fusion like any other ``where``. The
 rules, per condition (``negate`` is always the logical NOT of the condition, so a negated
 condition also matches chunks without the key, as ``$ne``/``$nin`` do):
@@ -46,9 +46,9 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from .errors import InvalidFilterError
-from .filters import MAX_DEPTH, MAX_LIST_VALUES, parse_where
-from .reprs import short_repr
+from ..errors import InvalidFilterError
+from ..schema.filters import MAX_DEPTH, MAX_LIST_VALUES, parse_where
+from ..util.reprs import short_repr
 
 __all__ = ["FILTER_TYPES", "NUMERIC_OPERATORS", "ValuesOf", "where_from_filters"]
 

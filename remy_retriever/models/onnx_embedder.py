@@ -17,10 +17,10 @@ from typing import Any
 
 import numpy as np
 
-from .errors import InvalidInputError, ModelLoadError
-from .model_paths import DEFAULT_MODEL, is_default_model, resolve_model_path
+from ..errors import InvalidInputError, ModelLoadError
+from ..text.analysis import sanitize
 from .onnx_export import QUANTIZATIONS, Pipeline, ensure_exported, read_pipeline
-from .text.analysis import sanitize
+from .paths import DEFAULT_MODEL, is_default_model, resolve_model_path
 
 __all__ = ["INGEST_THREADS_ENV", "QUERY_THREADS_ENV", "OnnxEmbedder", "available_cores"]
 
@@ -92,7 +92,7 @@ class OnnxEmbedder:
 
     Setup:
         ``pip install 'remy-retriever[onnx]'``; the model is exported from the local
-        model directory once per machine (:mod:`remy_retriever.onnx_export`).
+        model directory once per machine (:mod:`remy_retriever.models.onnx_export`).
 
     Usage:
         >>> emb = OnnxEmbedder()                       # all-MiniLM-L6-v2, fp32

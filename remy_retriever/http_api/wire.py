@@ -17,7 +17,7 @@ from typing import Any, Literal, Union
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr
 from pydantic.alias_generators import to_camel
 
-from ..options import MAX_EXPAND
+from ..schema.options import MAX_EXPAND
 from .auth import TAG_PATTERN
 
 __all__ = [

@@ -43,7 +43,7 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 from typing_extensions import Self
 
-from .errors import InvalidInputError
+from ..errors import InvalidResponseError
 
 __all__ = [
     "ChunkResult",
@@ -64,15 +64,6 @@ __all__ = [
 _ISO_8601 = re.compile(
     r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|z|[+-]\d{2}(?::?\d{2})?)?"
 )
-
-
-class InvalidResponseError(InvalidInputError):
-    """A search response (JSON or dict) does not match the wire schema. ``errors`` holds
-    pydantic's error list; the message names each offending field by its wire path."""
-
-    def __init__(self, message: str, errors: list[dict[str, Any]] | None = None) -> None:
-        super().__init__(message)
-        self.errors = errors or []
 
 
 def _check_timestamp(value: str) -> str:

@@ -15,10 +15,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from .errors import InvalidInputError, InvalidQueryError
+from ..errors import InvalidInputError, InvalidQueryError
+from ..util.reprs import short_repr
 from .filters import Filter, parse_where, require_utf8
-from .reprs import short_repr
-from .rerankers import Reranker
+from .protocols import Reranker
 
 __all__ = [
     "DEFAULT_ADAPTIVE",
@@ -98,7 +98,7 @@ class SearchOptions:
     is a Chroma-style metadata filter, applied inside every branch.
 
     ``rerank``: ``True`` (the retriever's reranker, else the default cross-encoder), a
-    model name or path, or any :class:`~remy_retriever.rerankers.Reranker`; ``None`` uses
+    model name or path, or any :class:`~remy_retriever.models.rerankers.Reranker`; ``None`` uses
     the retriever's reranker if it was given one; ``False`` never reranks. The top
     ``max(rerank_depth, k)`` candidates are rescored. ``min_score`` drops hits whose
     final score is below it. ``explain``, ``expand`` (``N`` chunks of context either
@@ -219,7 +219,7 @@ MAX_DOCUMENTS = 1000
 @dataclass(frozen=True, kw_only=True)
 class DocumentSearchOptions:
     """How a document search groups its hits (``Retriever.search_documents``; the rules
-    are in :func:`remy_retriever.search.documents.search_documents`). Validated on
+    are in :func:`remy_retriever.search.grouped.search_documents`). Validated on
     construction, like :class:`SearchOptions`."""
 
     limit: int = 10

@@ -24,9 +24,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Union
 
-from .errors import InvalidFilterError
+from ..errors import InvalidFilterError
+from ..util.reprs import short_repr
 from .records import DOCUMENT_ID_KEY, INT64_MAX, INT64_MIN, RESERVED_PREFIX, has_surrogate
-from .reprs import short_repr
 
 __all__ = [
     "MAX_CONDITIONS",

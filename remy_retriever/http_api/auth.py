@@ -15,8 +15,13 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from ..errors import InvalidInputError, RemyError
-from ..reprs import short_repr
+from ..errors import (
+    AccessDeniedError,
+    InvalidInputError,
+    NotFoundError,
+    UnauthorizedError,
+)
+from ..util.reprs import short_repr
 
 __all__ = [
     "TAG_PATTERN",
@@ -34,18 +39,6 @@ __all__ = [
 TAG_PATTERN = r"^[A-Za-z0-9_.:-]{1,100}$"
 _TAG = re.compile(TAG_PATTERN)
 _KEY = re.compile(r"[\x21-\x7e]{16,256}")
-
-
-class UnauthorizedError(RemyError):
-    """No API key, or an unknown one (HTTP 401)."""
-
-
-class AccessDeniedError(RemyError):
-    """The key may not use a container tag the request names (HTTP 403)."""
-
-
-class NotFoundError(RemyError, LookupError):
-    """No such document or memory, as far as this key can tell (HTTP 404)."""
 
 
 def check_tag(tag: object, what: str = "containerTag") -> str:

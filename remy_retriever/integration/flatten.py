@@ -25,9 +25,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from .errors import InvalidInputError
-from .hits import SearchHit
-from .records import chunk_id as make_chunk_id
+from ..errors import InvalidInputError
+from ..schema.hits import SearchHit
+from ..schema.records import chunk_id as make_chunk_id
 
 __all__ = ["FLAT_KEYS", "SHADOW_KEY", "hit_from_metadata", "hit_to_metadata"]
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .errors import InvalidInputError
+from ..errors import InvalidInputError
 
 __all__ = ["DEFAULT_RETRY", "RetryPolicy"]
 

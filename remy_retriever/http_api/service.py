@@ -17,23 +17,22 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..documents import CONTAINER_TAG_KEY
 from ..errors import InvalidInputError
-from ..filters import and_where, document_where, scope_where
 from ..memory import (
     CUSTOM_ID_KEY,
     DocumentNotFoundError,
     LinkedDocuments,
     Memory,
     MemoryStore,
-    metadata_values,
     public_metadata,
 )
 from ..retriever import Retriever, StoredDocument
-from ..supermemory_filters import where_from_filters
+from ..schema.document import CONTAINER_TAG_KEY
+from ..schema.filters import and_where, document_where, scope_where
+from ..supermemory.filters import where_from_filters
 from . import wire
 from .auth import NotFoundError, Principal, check_tag
-from .documents import sdk_type
+from .shapes import sdk_type
 
 __all__ = ["Service"]
 
@@ -59,7 +58,7 @@ class Service:
             None if doc_id is None else document_where(doc_id),
         )
         tree = where_from_filters(
-            filters, values=lambda key: metadata_values(self.retriever, key, where=scope)
+            filters, values=lambda key: self.retriever.metadata_values(key, where=scope)
         )
         return and_where(tree, scope)
 

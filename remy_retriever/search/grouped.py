@@ -1,6 +1,6 @@
 """Document-grouped search: chunk hits grouped by document, as a
-:class:`~remy_retriever.responses.DocumentSearchResponse` (the supermemory ``/v3/search``
-shape).
+:class:`~remy_retriever.supermemory.responses.DocumentSearchResponse` (the supermemory
+``/v3/search`` shape).
 
 See :func:`search_documents`. Scores are 0-1 in every mode (the rules are in
 :mod:`remy_retriever.search.calibration`).
@@ -14,13 +14,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..filters import Filter
-from ..hits import Citation
-from ..options import DocumentSearchOptions, SearchOptions
-from ..records import Record, parse_chunk_id, to_citation
-from ..rerankers import Reranker
-from ..responses import DocumentChunk, DocumentResult, DocumentSearchResponse
-from ..stores.documents import DocumentTable, StoredDocument
+from ..models.rerankers import Reranker
+from ..schema.filters import Filter
+from ..schema.hits import Citation
+from ..schema.options import DocumentSearchOptions, SearchOptions
+from ..schema.records import Record, parse_chunk_id, to_citation
+from ..stores.document_table import DocumentTable, StoredDocument
+from ..supermemory.responses import DocumentChunk, DocumentResult, DocumentSearchResponse
 from .calibration import ScoredHit
 from .enrich import fetch_neighbor_records, neighbor_ids
 from .pipeline import SearchPipeline

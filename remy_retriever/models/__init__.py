@@ -1,0 +1,1 @@
+"""The embedding and reranking models, and where their files are."""

@@ -1,0 +1,1 @@
+"""Small helpers every layer may use: bounded reprs of values, retries."""
