@@ -15,7 +15,7 @@ import time
 from typing import Any
 
 import numpy as np
-from remy_retriever.evaluation.beir.beir import load_beir
+from remy_retriever.evaluation.beir import load_beir
 
 from benchmarks import common
 from benchmarks.quality import prepare

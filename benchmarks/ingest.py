@@ -51,7 +51,7 @@ class _Recording:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    from remy_retriever.evaluation.beir.beir import load_beir
+    from remy_retriever.evaluation.beir import load_beir
 
     from remy_retriever import Retriever, SentenceTransformerEmbedder
     from remy_retriever.text.chunking import chunk_text

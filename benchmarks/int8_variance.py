@@ -25,7 +25,7 @@ from benchmarks.onnx_backends import _exact_ranker
 
 
 def _measure(ds: Any, docs: list[Any], backend: str, tmp: Path) -> dict[str, float]:
-    from remy_retriever.evaluation.beir.beir import evaluate
+    from remy_retriever.evaluation.beir import evaluate
 
     from remy_retriever import Retriever
     from remy_retriever.search.query_cache import QUERY_VECTORS
@@ -43,7 +43,7 @@ def _measure(ds: Any, docs: list[Any], backend: str, tmp: Path) -> dict[str, flo
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    from remy_retriever.evaluation.beir.beir import load_beir
+    from remy_retriever.evaluation.beir import load_beir
 
     ds = load_beir(str(args.dataset))
     docs = ds.documents()

@@ -28,7 +28,7 @@ from typing import Any
 
 import anyio
 from mcp import ClientSession, StdioServerParameters, stdio_client
-from remy_retriever.evaluation.beir.beir import load_beir
+from remy_retriever.evaluation.beir import load_beir
 
 from benchmarks import common
 from remy_retriever import Retriever

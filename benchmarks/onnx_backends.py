@@ -82,7 +82,7 @@ class TimedEmbedder:
 
 
 def worker(args: argparse.Namespace) -> dict[str, Any]:
-    from remy_retriever.evaluation.beir.beir import evaluate, load_beir
+    from remy_retriever.evaluation.beir import evaluate, load_beir
 
     from remy_retriever import Retriever
     from remy_retriever.models.embeddings import make_embedder
@@ -158,7 +158,7 @@ def round_robin(args: argparse.Namespace) -> dict[str, Any]:
     time in turn (torch on its default threads and on one thread), so that all of them
     see the same moment's load."""
     import torch
-    from remy_retriever.evaluation.beir.beir import load_beir
+    from remy_retriever.evaluation.beir import load_beir
 
     from remy_retriever.models.embeddings import make_embedder
 

@@ -75,7 +75,7 @@ TEAM_REFERENCE = {
 
 def prepare(dataset_dir: str, eval_cache: Path, cache: Path) -> Path:
     """Cache ``chunks.json``/``chunks.npy``/``queries.json``/``queries.npy`` for a dataset."""
-    from remy_retriever.evaluation.beir.beir import load_beir
+    from remy_retriever.evaluation.beir import load_beir
 
     import remy_retriever  # registers the "remy" embedding function with chromadb
 
@@ -163,7 +163,7 @@ def _load_prepared(prepared: Path) -> tuple[dict[str, Any], np.ndarray, dict[str
 
 
 def _dataset(path: str, max_queries: int | None) -> Any:
-    from remy_retriever.evaluation.beir.beir import load_beir
+    from remy_retriever.evaluation.beir import load_beir
 
     ds = load_beir(path)
     if max_queries:
@@ -173,7 +173,7 @@ def _dataset(path: str, max_queries: int | None) -> Any:
 
 
 def _evaluate(ds: Any, rank: Callable[[str], Sequence[tuple[str, float]]]) -> dict[str, float]:
-    from remy_retriever.evaluation.beir.beir import evaluate
+    from remy_retriever.evaluation.beir import evaluate
 
     for text in list(ds.queries.values())[:3]:  # warm-up, untimed
         rank(text)

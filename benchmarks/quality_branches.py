@@ -244,7 +244,7 @@ def main() -> int:
     p.add_argument("--split", default="train")
     p.add_argument("--out", type=Path, default=common.RESULTS_DIR)
     args = p.parse_args()
-    from remy_retriever.evaluation.beir.beir import load_beir
+    from remy_retriever.evaluation.beir import load_beir
 
     from benchmarks.quality import prepare
 

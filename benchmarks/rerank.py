@@ -41,7 +41,7 @@ def seeded_cross_encoder(cache: Path) -> str:
 
 
 def _passages(dataset: str, cache: Path) -> tuple[list[str], list[str]]:
-    from remy_retriever.evaluation.beir.beir import load_beir
+    from remy_retriever.evaluation.beir import load_beir
 
     ds = load_beir(dataset)
     prepared = cache / "quality" / f"{ds.name}-{ds.fingerprint}" / "chunks.json"

@@ -47,7 +47,7 @@ class SweepData:
 
 
 def load(dataset_dir: str, split: str) -> SweepData:
-    from remy_retriever.evaluation.beir.beir import load_beir
+    from remy_retriever.evaluation.beir import load_beir
 
     ds = load_beir(dataset_dir, split=split)
     out = common.CACHE_DIR / "sweep" / f"{ds.name}-{ds.fingerprint}-{split}.pkl"

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from remy_retriever.evaluation.beir.beir import load_beir
+from remy_retriever.evaluation.beir import load_beir
 
 from benchmarks import common
 from remy_retriever.schema.filters import parse_where

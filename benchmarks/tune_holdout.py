@@ -21,7 +21,7 @@ from typing import Any
 
 import ir_measures
 import numpy as np
-from remy_retriever.evaluation.beir.beir import load_beir, rank_documents
+from remy_retriever.evaluation.beir import load_beir, rank_documents
 
 from benchmarks import common
 from benchmarks.sweep_data import SweepData, load

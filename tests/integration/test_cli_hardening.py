@@ -12,12 +12,12 @@ from pathlib import Path
 
 import chromadb
 import pytest
-from remy_retriever.evaluation.beir.beir import load_beir
 
 import remy_retriever
 from remy_retriever import Document, Retriever
 from remy_retriever.cli import main
 from remy_retriever.errors import InvalidInputError
+from remy_retriever.evaluation.beir import load_beir
 
 #: Characters that would drive a terminal (ESC, BEL, CSI, CR, a bidi override).
 HOSTILE = ("\x1b", "\x07", "\x9b", "\r", "\u202e")

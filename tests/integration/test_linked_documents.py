@@ -18,7 +18,6 @@ from remy_retriever.memory import (
     LinkedDocuments,
     MemoryNotFoundError,
     MemoryStore,
-    metadata_values,
 )
 from remy_retriever.schema.document import CONTAINER_TAG_KEY
 from remy_retriever.schema.filters import and_where, scope_where
@@ -162,17 +161,17 @@ def test_value_scans_read_only_the_callers_scope(linked: LinkedDocuments) -> Non
         ]
     )
     scope = scope_where(["alice"], key=CONTAINER_TAG_KEY)
-    assert sorted(map(str, metadata_values(docs, "lang", where=scope))) == ["ENGLISH", "English"]
+    assert sorted(map(str, docs.metadata_values("lang", where=scope))) == ["ENGLISH", "English"]
     tree = {
         "AND": [
             {"key": "lang", "value": "engl", "filterType": "string_contains", "ignoreCase": True}
         ]
     }
-    where = where_from_filters(tree, values=lambda k: metadata_values(docs, k, where=scope))
+    where = where_from_filters(tree, values=lambda k: docs.metadata_values(k, where=scope))
     assert "english-secret" not in str(where)  # bob's value never reaches the filter
     hits = docs.search("note", mode="lexical", k=10, where=and_where(where, scope))
     assert sorted(h.citation.document_id for h in hits) == ["alice-0", "alice-1"]
-    assert "english-secret" in map(str, metadata_values(docs, "lang"))  # unscoped: all
+    assert "english-secret" in map(str, docs.metadata_values("lang"))  # unscoped: all
 
 
 def test_a_value_scan_over_its_limit_names_the_key_and_the_fix(linked: LinkedDocuments) -> None:
@@ -180,7 +179,7 @@ def test_a_value_scan_over_its_limit_names_the_key_and_the_fix(linked: LinkedDoc
         [Document(id=f"d{i}", text=f"Doc {i}.", metadata={"serial": f"s{i}"}) for i in range(5)]
     )
     with pytest.raises(InvalidFilterError, match="'serial'.*more than 3 distinct") as err:
-        metadata_values(linked.retriever, "serial", limit=3)
+        linked.retriever.metadata_values("serial", limit=3)
     assert "exact values" in str(err.value)
 
 

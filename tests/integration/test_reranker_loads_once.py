@@ -18,9 +18,10 @@ from typing import Any
 
 import pytest
 
-from remy_retriever import Document, Retriever, rerankers
+from remy_retriever import Document, Retriever
 from remy_retriever.cli import main
 from remy_retriever.memory import MemoryStore
+from remy_retriever.models import rerankers
 
 pytestmark = pytest.mark.slow
 
