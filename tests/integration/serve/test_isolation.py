@@ -15,13 +15,15 @@ from remy_serve_support import ADMIN, ALICE, BOB, RemyServer
 
 pytestmark = pytest.mark.slow
 
-SECRET = "Bob's secret code is 8812"
+SECRET = "Bob's secret code is XK8812Q"
 BOB_LONG = "\n\n".join(
     f"## Vault {i}\n\n"
-    + " ".join(f"Bob's vault {i} hides the secret code 8812 again." for _ in range(40))
+    + " ".join(f"Bob's vault {i} hides the secret code XK8812Q again." for _ in range(40))
     for i in range(3)
 )
-MARKERS = ("8812", "Bob's secret", "Bob's vault")
+#: Bob's words. The code is letters and digits, so that no score, timestamp or hex id can
+#: contain it by chance (a plain "8812" once matched the digits of a similarity).
+MARKERS = ("XK8812Q", "Bob's secret", "Bob's vault")
 
 
 @pytest.fixture(scope="module")
@@ -66,7 +68,7 @@ def bob_state(server: RemyServer) -> list[dict[str, Any]]:
 TAGS = st.sampled_from([None, "alice", "bob"])
 TAG_LISTS = st.sampled_from([None, ["alice"], ["bob"], ["alice", "bob"], []])
 IDS = st.sampled_from(["bob-secret", "bob-vault", "alice-note", "BOB_MEMORY", "nope"])
-QUERIES = st.sampled_from(["secret code", "Bob's vault", "code", "8812"])
+QUERIES = st.sampled_from(["secret code", "Bob's vault", "code", "XK8812Q"])
 FILTERS = st.sampled_from(
     [
         None,
