@@ -16,7 +16,7 @@ import anyio
 import numpy as np
 import pytest
 
-from remy_retriever import SentenceTransformerEmbedder
+from remy_retriever import Document, MemoryStore, Retriever, SentenceTransformerEmbedder
 
 
 class CountingEmbedder(SentenceTransformerEmbedder):
@@ -157,3 +157,19 @@ def run_mcp() -> McpRun:
             return list(anyio.run(_mcp_calls, args, env, errlog, calls))
 
     return run
+
+
+@pytest.fixture(scope="module")
+def tea_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Two documents and a memory in an embedded store (one per test module)."""
+    db = tmp_path_factory.mktemp("tea") / "db"
+    with Retriever(str(db)) as docs:
+        docs.add(
+            [
+                Document(id="tea.md", text="Brew green tea at 80 degrees for two minutes."),
+                Document(id="coffee.md", text="An espresso shot takes 25 seconds to brew."),
+            ]
+        )
+        with MemoryStore(retriever=docs) as memories:
+            memories.add("Alice brews green tea every morning")
+    return db

@@ -15,28 +15,14 @@ from typing import Any
 
 import pytest
 
-from remy_retriever import Document, Retriever
-from remy_retriever.memory import MemoryStore
-
 pytestmark = pytest.mark.slow
 
 DEFAULT = "cross-encoder/ms-marco-MiniLM-L6-v2"
 
 
 @pytest.fixture(scope="module")
-def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Two documents and a memory in an embedded store."""
-    db = tmp_path_factory.mktemp("no-network") / "db"
-    with Retriever(str(db)) as docs:
-        docs.add(
-            [
-                Document(id="tea.md", text="Brew green tea at 80 degrees for two minutes."),
-                Document(id="coffee.md", text="An espresso shot takes 25 seconds to brew."),
-            ]
-        )
-        with MemoryStore(retriever=docs) as memories:
-            memories.add("Alice brews green tea every morning")
-    return db
+def store(tea_store: Path) -> Path:
+    return tea_store
 
 
 def _python(code: str, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:

@@ -18,9 +18,6 @@ import httpx
 import pytest
 from remy_serve_support import ADMIN, RemyServer, free_port
 
-from remy_retriever import Document, Retriever
-from remy_retriever.memory import MemoryStore
-
 pytestmark = pytest.mark.slow
 
 LOAD_LINE = "loaded reranker model"
@@ -28,19 +25,8 @@ QUERIES = [f"how long to brew {t} {n}" for n in range(4) for t in ("tea", "coffe
 
 
 @pytest.fixture(scope="module")
-def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Two documents and a memory in an embedded store."""
-    db = tmp_path_factory.mktemp("serve-rerank") / "db"
-    with Retriever(str(db)) as docs:
-        docs.add(
-            [
-                Document(id="tea.md", text="Brew green tea at 80 degrees for two minutes."),
-                Document(id="coffee.md", text="An espresso shot takes 25 seconds to brew."),
-            ]
-        )
-        with MemoryStore(retriever=docs) as memories:
-            memories.add("Alice brews green tea every morning")
-    return db
+def store(tea_store: Path) -> Path:
+    return tea_store
 
 
 def _copy(store: Path, tmp_path: Path) -> Path:
