@@ -84,6 +84,54 @@ def test_all_is_pinned() -> None:
         assert hasattr(remy_retriever, name)
 
 
+MEMORY_EXPECTED = {
+    "CUSTOM_ID_KEY",
+    "ChunkResult",
+    "ContextMemory",
+    "DocumentChunk",
+    "DocumentNotFoundError",
+    "DocumentResult",
+    "DocumentSearchResponse",
+    "InvalidResponseError",
+    "LinkedDocument",
+    "LinkedDocuments",
+    "Memory",
+    "MemoryContext",
+    "MemoryNotFoundError",
+    "MemoryResult",
+    "MemorySearchResponse",
+    "MemoryStateError",
+    "MemoryStore",
+    "RESERVED_KEYS",
+    "SOURCE_KEY",
+    "SearchMode",
+    "check_metadata",
+    "public_metadata",
+    "tag_of",
+}
+LOADERS_EXPECTED = {
+    "LoadedText",
+    "Loader",
+    "MissingExtraError",
+    "first_h1",
+    "load_docx",
+    "load_file",
+    "load_html",
+    "load_pdf",
+    "load_text",
+    "loader_for",
+    "register_loader",
+    "registered_suffixes",
+}
+
+
+def test_memory_and_loaders_surfaces_are_pinned() -> None:
+    from remy_retriever import loaders, memory
+
+    assert set(memory.__all__) == MEMORY_EXPECTED
+    assert set(loaders.__all__) == LOADERS_EXPECTED
+
+
 def test_integration_surface_is_pinned() -> None:
     from remy_retriever import integration
 
