@@ -37,7 +37,7 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 
 from .. import __version__
-from ..errors import RemyError, RerankerUnavailableError
+from ..errors import InvalidInputError, RemyError, RerankerUnavailableError
 from .formatting import DOCUMENT_URI_TEMPLATE, document_id_from_uri, document_uri
 from .tools import RemyTools, ToolResult, ToolSpec
 
@@ -239,8 +239,8 @@ class BearerAuth:
 
     def __init__(self, app: _App, keys: Sequence[str]) -> None:
         if not keys:
-            msg = "BearerAuth needs at least one key"
-            raise ValueError(msg)
+            msg = "BearerAuth needs at least one key; pass --api-key KEY or serve without keys"
+            raise InvalidInputError(msg)
         self.app = app
         self._keys = [k.encode() for k in keys]
 
