@@ -15,11 +15,11 @@ import time
 from typing import Any
 
 import numpy as np
-from remy_retriever.evaluation.beir import load_beir
 
 from benchmarks import common
 from benchmarks.quality import prepare
 from remy_retriever import Retriever
+from remy_retriever.evaluation.beir import load_beir
 from remy_retriever.search.tuning import defaults
 
 #: The default before issue #17: convex, min-max, alpha 0.4, no fill-in, fixed weights.

@@ -15,9 +15,9 @@ import sys
 from pathlib import Path
 
 import ir_measures
-from remy_retriever.evaluation.beir import load_beir, rank_documents
 
 from remy_retriever import Retriever
+from remy_retriever.evaluation.beir import load_beir, rank_documents
 from remy_retriever.search.fusion import convex, rrf
 
 

@@ -51,9 +51,8 @@ class _Recording:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    from remy_retriever.evaluation.beir import load_beir
-
     from remy_retriever import Retriever, SentenceTransformerEmbedder
+    from remy_retriever.evaluation.beir import load_beir
     from remy_retriever.text.chunking import chunk_text
 
     ds = load_beir(args.dataset)

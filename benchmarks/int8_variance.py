@@ -25,9 +25,8 @@ from benchmarks.onnx_backends import _exact_ranker
 
 
 def _measure(ds: Any, docs: list[Any], backend: str, tmp: Path) -> dict[str, float]:
-    from remy_retriever.evaluation.beir import evaluate
-
     from remy_retriever import Retriever
+    from remy_retriever.evaluation.beir import evaluate
     from remy_retriever.search.query_cache import QUERY_VECTORS
 
     out: dict[str, float] = {}

@@ -28,10 +28,10 @@ from typing import Any
 
 import anyio
 from mcp import ClientSession, StdioServerParameters, stdio_client
-from remy_retriever.evaluation.beir import load_beir
 
 from benchmarks import common
 from remy_retriever import Retriever
+from remy_retriever.evaluation.beir import load_beir
 
 DEFAULT_DATASET = common.ROOT.parent / "shared" / "data" / "beir" / "scifact"
 TARGET_MS = 5.0

@@ -82,9 +82,8 @@ class TimedEmbedder:
 
 
 def worker(args: argparse.Namespace) -> dict[str, Any]:
-    from remy_retriever.evaluation.beir import evaluate, load_beir
-
     from remy_retriever import Retriever
+    from remy_retriever.evaluation.beir import evaluate, load_beir
     from remy_retriever.models.embeddings import make_embedder
     from remy_retriever.search.query_cache import QUERY_VECTORS
 
@@ -158,8 +157,8 @@ def round_robin(args: argparse.Namespace) -> dict[str, Any]:
     time in turn (torch on its default threads and on one thread), so that all of them
     see the same moment's load."""
     import torch
-    from remy_retriever.evaluation.beir import load_beir
 
+    from remy_retriever.evaluation.beir import load_beir
     from remy_retriever.models.embeddings import make_embedder
 
     default_threads = torch.get_num_threads()

@@ -75,9 +75,8 @@ TEAM_REFERENCE = {
 
 def prepare(dataset_dir: str, eval_cache: Path, cache: Path) -> Path:
     """Cache ``chunks.json``/``chunks.npy``/``queries.json``/``queries.npy`` for a dataset."""
-    from remy_retriever.evaluation.beir import load_beir
-
     import remy_retriever  # registers the "remy" embedding function with chromadb
+    from remy_retriever.evaluation.beir import load_beir
 
     ds = load_beir(dataset_dir)
     out = cache / "quality" / f"{ds.name}-{ds.fingerprint}"

@@ -244,9 +244,8 @@ def main() -> int:
     p.add_argument("--split", default="train")
     p.add_argument("--out", type=Path, default=common.RESULTS_DIR)
     args = p.parse_args()
-    from remy_retriever.evaluation.beir import load_beir
-
     from benchmarks.quality import prepare
+    from remy_retriever.evaluation.beir import load_beir
 
     data = load(args.dataset, args.split)
     corpus = dict(load_beir(args.dataset, split=args.split).corpus)

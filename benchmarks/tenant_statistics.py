@@ -20,9 +20,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from remy_retriever.evaluation.beir import load_beir
-
 from benchmarks import common
+from remy_retriever.evaluation.beir import load_beir
 from remy_retriever.schema.filters import parse_where
 from remy_retriever.schema.records import LexicalRecord
 from remy_retriever.stores.lexical import LexicalIndex

@@ -21,10 +21,10 @@ from typing import Any
 
 import ir_measures
 import numpy as np
-from remy_retriever.evaluation.beir import load_beir, rank_documents
 
 from benchmarks import common
 from benchmarks.sweep_data import SweepData, load
+from remy_retriever.evaluation.beir import load_beir, rank_documents
 from remy_retriever.search.tuning import Collected, defaults, fit, ranking
 
 CANDIDATES = 100
