@@ -21,7 +21,7 @@ from .ingest.writer import Ingestor, IngestReport
 from .models.embeddings import Embedder
 from .models.rerankers import Reranker, resolve_reranker
 from .schema.document import Document, MetadataValue, validate_document_id
-from .schema.filters import parse_where, to_chroma
+from .schema.filters import MAX_SCANNED_VALUES, parse_where, to_chroma
 from .schema.hits import SearchHit
 from .schema.options import SearchOptions, check_int
 from .schema.records import document_id_of
@@ -30,7 +30,6 @@ from .search.calibration import ScoredHit
 from .search.entry import Searches
 from .search.pipeline import SearchPipeline
 from .search.tuning import TuneReport, collect, fit
-from .search.values import MAX_SCANNED_VALUES as MAX_VALUES
 from .search.values import metadata_values
 from .stores.chroma import open_client
 from .stores.dense import check_hnsw
@@ -283,7 +282,7 @@ class Retriever:
         return self._sync.table.iter_metadata(page=page)
 
     def metadata_values(
-        self, key: str, *, where: Mapping[str, Any] | None = None, limit: int = MAX_VALUES
+        self, key: str, *, where: Mapping[str, Any] | None = None, limit: int = MAX_SCANNED_VALUES
     ) -> list[MetadataValue]:
         """The distinct values stored under ``key`` by the chunks matching ``where`` only
         (:mod:`remy_retriever.search.values`; over ``limit``: InvalidFilterError)."""

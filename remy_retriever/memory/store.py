@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from ..errors import InvalidInputError, ModelLoadError
 from ..retriever import Retriever
 from ..schema.document import CONTAINER_TAG_KEY, MetadataValue
-from ..schema.filters import and_where, parse_where, scope_where
+from ..schema.filters import MAX_SCANNED_VALUES, and_where, parse_where, scope_where
 from ..schema.validation import as_list
 from ..supermemory.responses import ChunkResult, MemoryResult, MemorySearchResponse, Relation
 from ..util.reprs import short_repr
@@ -439,7 +439,7 @@ class MemoryStore:
         key: str,
         *,
         container_tags: Sequence[str] | None = None,
-        limit: int = 10_000,
+        limit: int = MAX_SCANNED_VALUES,
     ) -> list[MetadataValue]:
         """The distinct values stored under ``key`` by the memories in
         ``container_tags`` (``None``: every container) and the linked documents in them

@@ -32,6 +32,7 @@ __all__ = [
     "MAX_CONDITIONS",
     "MAX_DEPTH",
     "MAX_LIST_VALUES",
+    "MAX_SCANNED_VALUES",
     "And",
     "Compare",
     "Filter",
@@ -44,6 +45,10 @@ __all__ = [
     "scope_where",
     "to_chroma",
 ]
+
+#: Most distinct values a scan for a filter the ``where`` syntax lacks (substring,
+#: case-insensitive) reads before it refuses the filter (``Retriever.metadata_values``).
+MAX_SCANNED_VALUES = 10_000
 
 Scalar = Union[str, int, float, bool]
 

@@ -16,13 +16,10 @@ from typing import Any
 
 from ..errors import InvalidFilterError
 from ..schema.document import MetadataValue
-from ..schema.filters import parse_where, to_chroma
+from ..schema.filters import MAX_SCANNED_VALUES, parse_where, to_chroma
 from ..stores.dense import DenseStore
 
-__all__ = ["MAX_SCANNED_VALUES", "metadata_values"]
-
-#: Most distinct values one scan reads before it refuses the filter.
-MAX_SCANNED_VALUES = 10_000
+__all__ = ["metadata_values"]
 
 
 def metadata_values(
