@@ -36,6 +36,7 @@ from .stores.dense import check_hnsw
 from .stores.document_table import TABLE_SUFFIX, StoredDocument
 from .stores.identity import prepare_embedder
 from .stores.opening import check_location, open_stores
+from .stores.reachability import DOCTOR_SAMPLE
 from .stores.sync import DoctorReport
 from .stores.tantivy_schema import check_bm25_statistics
 from .supermemory.responses import DocumentSearchResponse
@@ -47,6 +48,7 @@ Queries = Mapping[str, str]
 Qrels = Mapping[str, Mapping[str, int]]
 
 __all__ = [
+    "DOCTOR_SAMPLE",
     "DoctorReport",
     "FileIssue",
     "IngestReport",
@@ -250,14 +252,22 @@ class Retriever:
         repairs anything that went wrong with it). Returns the chunks indexed."""
         return self._sync.rebuild_lexical()
 
-    def doctor(self, *, repair: bool = False) -> DoctorReport:
+    def doctor(
+        self, *, repair: bool = False, full: bool = False, sample: int = DOCTOR_SAMPLE
+    ) -> DoctorReport:
         """Check (and with ``repair=True`` fix) drift between Chroma and the lexical
         index; see :meth:`remy_retriever.stores.sync.StoreSync.doctor`. Runs by itself
-        on open after an interrupted write."""
-        if not isinstance(repair, bool):
-            msg = f"repair must be True or False, got {type(repair).__name__} {short_repr(repair)}"
-            raise InvalidInputError(msg)
-        return self._sync.doctor(repair=repair)
+        on open after an interrupted write.
+
+        Dense reachability: ``sample`` chunks, half of them the newest, must each be
+        found by a dense search for their own vector (``full=True``: every chunk;
+        ``sample=0``: skip the check); repair re-inserts those that are not."""
+        for name, flag in (("repair", repair), ("full", full)):
+            if not isinstance(flag, bool):
+                msg = f"{name} must be True or False, got {type(flag).__name__} {short_repr(flag)}"
+                raise InvalidInputError(msg)
+        size = check_int("sample", sample, lo=0, hi=2**31)
+        return self._sync.doctor(repair=repair, sample=None if full else size)
 
     def get_documents(self, document_ids: Sequence[str]) -> dict[str, StoredDocument]:
         """The stored documents (full text, citation fields, timestamps) for these ids;

@@ -1,11 +1,13 @@
 """``remy doctor``: check (and with ``--repair`` fix) drift between Chroma and the lexical
-index. Exit code 0 when in sync or repaired, 1 when drift was found and left."""
+index, and the dense reachability of the chunks. Exit code 0 when in sync or repaired,
+1 when drift was found and left."""
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
 
+from ..retriever import DOCTOR_SAMPLE
 from .common import add_store_flags, open_retriever, print_json
 
 __all__ = ["add_parser", "run"]
@@ -18,6 +20,19 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     )
     add_store_flags(parser)
     parser.add_argument("--repair", action="store_true", help="fix what is found")
+    parser.add_argument(
+        "--full",
+        action="store_true",
+        help="check the dense reachability of every chunk, not a sample",
+    )
+    parser.add_argument(
+        "--sample",
+        type=int,
+        default=DOCTOR_SAMPLE,
+        metavar="N",
+        help="chunks whose dense reachability is checked, half of them the newest "
+        "(0: skip the check; default: %(default)s)",
+    )
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.set_defaults(run=run)
 
@@ -25,19 +40,23 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
 def run(args: argparse.Namespace) -> int:
     """Run ``remy doctor``: prints the report (or its JSON); returns the exit code."""
     with open_retriever(args) as r:
-        report = r.doctor(repair=args.repair)
+        report = r.doctor(repair=args.repair, full=args.full, sample=args.sample)
     data = dataclasses.asdict(report)
     data["ok"] = report.ok
     if args.json:
         print_json(data, ascii_only=True)
     else:
         print(f"chunks in Chroma: {report.chunks}; in the lexical index: {report.lexical_chunks}")
+        print(f"dense reachability checked for {report.reachability_checked} chunks")
         for key, value in data.items():
             if isinstance(value, (list, tuple)) and value:
                 shown = ", ".join(map(str, value[:10])) + (" ..." if len(value) > 10 else "")
                 print(f"{key.replace('_', ' ')}: {len(value)} ({shown})")
-        state = (
-            "repaired" if report.repaired and not report.ok else ("ok" if report.ok else "drift")
-        )
+        if report.ok:
+            state = "ok"
+        elif report.repaired:
+            state = "repaired" if report.fixed else "repair incomplete"
+        else:
+            state = "drift"
         print(f"status: {state}")
-    return 0 if report.ok or report.repaired else 1
+    return 0 if report.fixed else 1

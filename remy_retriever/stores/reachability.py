@@ -1,0 +1,187 @@
+"""Dense reachability: every chunk must be found by its own vector.
+
+A chunk can be stored, with its vector in Chroma's vector index, and still never be
+returned by a dense search: HNSW finds a point by walking the graph's links, and a point
+no other point links to is never reached (seen after a writer was SIGKILLed while Chroma
+persisted its index). Lexical search still finds such a chunk, so hybrid search returns
+it through its lexical branch, but a semantic search never does.
+
+:func:`find_unreachable` queries each chunk's own stored vector for its
+:data:`REACH_K` nearest neighbours through the index, unfiltered (a query restricted to
+some ids is scored exactly by Chroma, which would find the chunk whether the graph
+reaches it or not), and reports the chunks missing from their own answer. When all
+:data:`REACH_K` answers are exact twins of the vector (duplicate texts), the query is
+widened to :data:`WIDE_K`; a chunk whose twins still fill that answer counts as reached,
+since a search for it finds vectors identical to it.
+
+:func:`choose_sample` picks what ``doctor`` checks by default: half of the sample is the
+newest chunks (where an interrupted write leaves damage), half drawn at random from the
+rest, so repeated runs cover the whole store.
+
+:func:`reinsert` repairs: an upsert of the chunk's own record (same vector, same
+metadata), which makes Chroma relink the point into the graph; a chunk still unreachable
+after that is deleted and added again. The records are journalled first
+(:class:`ReinsertJournal`), so a process killed between the delete and the add loses
+nothing: the next repair puts the journalled records back before it checks documents.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import StoreError
+from .dense import DenseStore, RawRecords
+from .files import read_json, write_json_atomic
+
+__all__ = [
+    "DOCTOR_SAMPLE",
+    "JOURNAL_FILE",
+    "REACH_K",
+    "WIDE_K",
+    "ReinsertJournal",
+    "choose_sample",
+    "find_unreachable",
+    "reinsert",
+]
+
+_log = logging.getLogger(__name__)
+
+#: Chunks ``doctor`` checks by default (``full=True``: all of them).
+DOCTOR_SAMPLE = 1000
+#: A chunk must be among the nearest REACH_K answers to its own vector.
+REACH_K = 10
+#: The widened answer for a chunk whose first answer was all exact twins of it.
+WIDE_K = 200
+#: Cosine distance below which two vectors count as the same (duplicate texts).
+_TWIN_DISTANCE = 1e-5
+#: Vectors per Chroma query call (each call holds the embedded store's engine lock).
+_BATCH = 100
+#: The journal's file name, in the lexical index's directory.
+JOURNAL_FILE = "reinsert.json"
+
+
+def choose_sample(
+    updated_ms: Mapping[str, int], size: int | None, rng: random.Random | None = None
+) -> list[str]:
+    """The chunk ids to check: all of them when ``size`` is ``None`` or covers them,
+    else the ``size // 2`` newest (by ``updated_ms``) plus a random draw from the rest."""
+    ids = sorted(updated_ms)
+    if size is None or size >= len(ids):
+        return ids
+    if size <= 0:
+        return []
+    by_age = sorted(ids, key=lambda cid: (updated_ms[cid], cid), reverse=True)
+    newest = by_age[: size // 2]
+    rest = by_age[size // 2 :]
+    drawn = (rng or random.Random()).sample(rest, size - len(newest))
+    return sorted([*newest, *drawn])
+
+
+def find_unreachable(dense: DenseStore, ids: Sequence[str]) -> list[str]:
+    """The ids among ``ids`` that a dense search for their own stored vector does not
+    return (see the module docstring). Ids without a record or without a vector are
+    skipped: :meth:`DenseStore.missing_vectors` reports the latter."""
+    unreachable: list[str] = []
+    for lo in range(0, len(ids), _BATCH):
+        records = dense.raw_records(ids[lo : lo + _BATCH], metadatas=False)
+        if not records.ids:
+            continue
+        answers = dense.query_vectors(records.embeddings, REACH_K)
+        for cid, vector, answer in zip(records.ids, records.embeddings, answers):
+            if _reached(cid, answer):
+                continue
+            if answer and len(answer) == REACH_K and _all_twins(answer):
+                wide = dense.query_vectors(vector[None, :], WIDE_K)[0]
+                if _reached(cid, wide) or (len(wide) == WIDE_K and _all_twins(wide)):
+                    continue
+            unreachable.append(cid)
+    return unreachable
+
+
+def _reached(cid: str, answer: Sequence[tuple[str, float]]) -> bool:
+    return any(hit == cid for hit, _ in answer)
+
+
+def _all_twins(answer: Sequence[tuple[str, float]]) -> bool:
+    return all(distance <= _TWIN_DISTANCE for _, distance in answer)
+
+
+class ReinsertJournal:
+    """The records a repair is about to delete and add again, kept on disk (written
+    atomically) until they are back in Chroma."""
+
+    def __init__(self, directory: Path) -> None:
+        self.path = directory / JOURNAL_FILE
+
+    def save(self, records: RawRecords) -> None:
+        write_json_atomic(
+            self.path,
+            {
+                "ids": list(records.ids),
+                "embeddings": [[float(x) for x in row] for row in records.embeddings],
+                "metadatas": [dict(m) for m in records.metadatas],
+            },
+        )
+
+    def load(self) -> RawRecords | None:
+        """The journalled records, or ``None`` when there is no journal. A journal that
+        cannot be read raises :class:`StoreError` naming it."""
+        data = read_json(self.path)
+        if data is None:
+            return None
+        try:
+            ids = [str(i) for i in data["ids"]]
+            vectors = np.asarray(data["embeddings"], dtype=np.float32)
+            metadatas: list[dict[str, Any]] = [dict(m) for m in data["metadatas"]]
+            if len(metadatas) != len(ids) or (ids and vectors.shape[0] != len(ids)):
+                msg = "the lists differ in length"
+                raise ValueError(msg)
+        except (KeyError, TypeError, ValueError) as exc:
+            msg = (
+                f"the re-insert journal {str(self.path)!r} is damaged ({exc}); the chunks "
+                "it held may be missing: run `remy doctor --repair` after deleting it"
+            )
+            raise StoreError(msg) from exc
+        return RawRecords(tuple(ids), vectors.reshape(len(ids), -1), tuple(metadatas))
+
+    def clear(self) -> None:
+        self.path.unlink(missing_ok=True)
+
+    def replay(self, dense: DenseStore) -> int:
+        """Put the journalled records back (an upsert: harmless if they are there), then
+        drop the journal. Returns the records replayed."""
+        records = self.load()
+        if records is None:
+            return 0
+        if records.ids:
+            _log.warning("re-adding %d chunk(s) an interrupted repair removed", len(records.ids))
+            dense.put_raw(records)
+        self.clear()
+        return len(records.ids)
+
+
+def reinsert(dense: DenseStore, ids: Sequence[str], journal: ReinsertJournal) -> list[str]:
+    """Make the unreachable chunks ``ids`` reachable again (call holding the writer
+    lock): upsert each record as it is; delete and add again those still unreachable.
+    Returns the ids that stay unreachable even so."""
+    if not ids:
+        return []
+    records = dense.raw_records(ids)
+    if not records.ids:
+        return []
+    dense.put_raw(records)
+    still = set(find_unreachable(dense, list(records.ids)))
+    if not still:
+        return []
+    again = records.subset(still)
+    journal.save(again)
+    dense.delete(list(again.ids))
+    dense.put_raw(again)
+    journal.clear()
+    return find_unreachable(dense, list(again.ids))
