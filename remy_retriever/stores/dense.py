@@ -21,9 +21,8 @@ import threading
 import time
 import uuid
 import weakref
-from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import nullcontext
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import numpy as np
@@ -57,14 +56,7 @@ from .identity import (
     recorded_identity,
 )
 
-__all__ = [
-    "HNSW_KEYS",
-    "STALE_READ_DELAYS",
-    "STALE_VIEW_ERRORS",
-    "DenseStore",
-    "RawRecords",
-    "check_hnsw",
-]
+__all__ = ["HNSW_KEYS", "STALE_READ_DELAYS", "STALE_VIEW_ERRORS", "DenseStore", "check_hnsw"]
 
 T = TypeVar("T")
 
@@ -88,25 +80,6 @@ STALE_VIEW_ERRORS = (
 #: A read that fails with one of them reloads the view and tries again after each of
 #: these pauses (seconds; about 3 s in all), then raises StoreError.
 STALE_READ_DELAYS = (0.0, 0.02, 0.05, 0.1, 0.2, 0.4, 0.8, 1.6)
-
-
-@dataclass(frozen=True)
-class RawRecords:
-    """Chunk records exactly as Chroma holds them: ids, their vectors (one row each) and
-    their stored metadata (text and packed keys included), to write back unchanged."""
-
-    ids: tuple[str, ...]
-    embeddings: np.ndarray
-    metadatas: tuple[Mapping[str, Any], ...]
-
-    def subset(self, keep: Collection[str]) -> RawRecords:
-        """The records whose id is in ``keep``, in order."""
-        rows = [i for i, cid in enumerate(self.ids) if cid in keep]
-        return RawRecords(
-            tuple(self.ids[i] for i in rows),
-            self.embeddings[rows],
-            tuple(self.metadatas[i] for i in rows) if self.metadatas else (),
-        )
 
 
 class DenseStore:
@@ -202,7 +175,7 @@ class DenseStore:
             self.calls.call("reload the embedded store", lambda: self._reload(generation, force))
         return True
 
-    def _read(self, what: str, fn: Callable[[], T]) -> T:
+    def read(self, what: str, fn: Callable[[], T]) -> T:
         """Run a Chroma read; when it fails because this process's embedded view lags
         another process's writes (:data:`STALE_VIEW_ERRORS`), reload the view and retry
         after each of :data:`STALE_READ_DELAYS`, then raise :class:`StoreError`."""
@@ -527,7 +500,7 @@ class DenseStore:
         if n <= 0 or (among is not None and not among):
             return []
         self.ensure_fresh()
-        result = self._read(
+        result = self.read(
             "search",
             lambda: self.collection.query(
                 query_embeddings=[embedding],
@@ -557,7 +530,7 @@ class DenseStore:
         include = ["metadatas"] if documents or metadatas else []
         if ids is not None and not ids:
             return []
-        result = self._read(
+        result = self.read(
             "read chunks",
             lambda: self.collection.get(
                 ids=list(dict.fromkeys(ids)) if ids is not None else None,  # Chroma: unique
@@ -598,53 +571,6 @@ class DenseStore:
         for lo in range(0, len(ids), batch):
             probe(ids[lo : lo + batch])
         return missing
-
-    def raw_records(self, ids: Sequence[str], *, metadatas: bool = True) -> RawRecords:
-        """The records of ``ids`` that exist, with their vectors (and, with ``metadatas``,
-        their stored metadata), as Chroma holds them. Every id must have its vector:
-        check :meth:`missing_vectors` first."""
-        if not ids:
-            return RawRecords((), np.zeros((0, 0), dtype=np.float32), ())
-        include = ["embeddings", "metadatas"] if metadatas else ["embeddings"]
-        result = self._read(
-            "read chunk vectors",
-            lambda: self.collection.get(ids=list(dict.fromkeys(ids)), include=include),
-        )
-        found = [str(i) for i in result["ids"]]
-        raw = result.get("embeddings")
-        vectors = np.asarray(raw if raw is not None else [], dtype=np.float32)
-        metas = tuple(dict(m or {}) for m in (result.get("metadatas") or [])) if metadatas else ()
-        return RawRecords(tuple(found), vectors.reshape(len(found), -1), metas)
-
-    def put_raw(self, records: RawRecords) -> None:
-        """Write records back as they were read (:meth:`raw_records` with metadata):
-        an upsert, so an existing chunk is rewritten in place."""
-        if not records.ids:
-            return
-        self.calls.call(
-            "rewrite chunks",
-            lambda: self.collection.upsert(
-                ids=list(records.ids),
-                embeddings=records.embeddings,
-                metadatas=[dict(m) for m in records.metadatas],
-            ),
-        )
-
-    def query_vectors(self, vectors: np.ndarray, n: int) -> list[list[tuple[str, float]]]:
-        """For each row of ``vectors``, the ``n`` nearest chunks through the vector index,
-        unfiltered, as ``(chunk id, cosine distance)``."""
-        if not len(vectors) or n <= 0:
-            return []
-        result = self._read(
-            "search by vector",
-            lambda: self.collection.query(
-                query_embeddings=vectors, n_results=n, include=["distances"]
-            ),
-        )
-        return [
-            [(str(i), float(d)) for i, d in zip(ids, distances)]
-            for ids, distances in zip(result["ids"], result["distances"])
-        ]
 
     def iter_all(
         self,

@@ -29,14 +29,15 @@ from __future__ import annotations
 
 import logging
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ..errors import StoreError
-from .dense import DenseStore, RawRecords
+from .dense import DenseStore
 from .files import read_json, write_json_atomic
 
 __all__ = [
@@ -44,9 +45,13 @@ __all__ = [
     "JOURNAL_FILE",
     "REACH_K",
     "WIDE_K",
+    "RawRecords",
     "ReinsertJournal",
     "choose_sample",
     "find_unreachable",
+    "put_raw",
+    "query_vectors",
+    "raw_records",
     "reinsert",
 ]
 
@@ -64,6 +69,75 @@ _TWIN_DISTANCE = 1e-5
 _BATCH = 100
 #: The journal's file name, in the lexical index's directory.
 JOURNAL_FILE = "reinsert.json"
+
+
+@dataclass(frozen=True)
+class RawRecords:
+    """Chunk records exactly as Chroma holds them: ids, their vectors (one row each) and
+    their stored metadata (text and packed keys included), to write back unchanged."""
+
+    ids: tuple[str, ...]
+    embeddings: np.ndarray
+    metadatas: tuple[Mapping[str, Any], ...]
+
+    def subset(self, keep: Collection[str]) -> RawRecords:
+        """The records whose id is in ``keep``, in order."""
+        rows = [i for i, cid in enumerate(self.ids) if cid in keep]
+        return RawRecords(
+            tuple(self.ids[i] for i in rows),
+            self.embeddings[rows],
+            tuple(self.metadatas[i] for i in rows) if self.metadatas else (),
+        )
+
+
+def raw_records(dense: DenseStore, ids: Sequence[str], *, metadatas: bool = True) -> RawRecords:
+    """The records of ``ids`` that exist, with their vectors (and, with ``metadatas``,
+    their stored metadata), as Chroma holds them. Every id must have its vector: check
+    :meth:`DenseStore.missing_vectors` first."""
+    if not ids:
+        return RawRecords((), np.zeros((0, 0), dtype=np.float32), ())
+    include = ["embeddings", "metadatas"] if metadatas else ["embeddings"]
+    result = dense.read(
+        "read chunk vectors",
+        lambda: dense.collection.get(ids=list(dict.fromkeys(ids)), include=include),
+    )
+    found = [str(i) for i in result["ids"]]
+    raw = result.get("embeddings")
+    vectors = np.asarray(raw if raw is not None else [], dtype=np.float32)
+    metas = tuple(dict(m or {}) for m in (result.get("metadatas") or [])) if metadatas else ()
+    return RawRecords(tuple(found), vectors.reshape(len(found), -1), metas)
+
+
+def put_raw(dense: DenseStore, records: RawRecords) -> None:
+    """Write records back as they were read (:func:`raw_records` with metadata): an
+    upsert, so an existing chunk is rewritten in place."""
+    if not records.ids:
+        return
+    dense.calls.call(
+        "rewrite chunks",
+        lambda: dense.collection.upsert(
+            ids=list(records.ids),
+            embeddings=records.embeddings,
+            metadatas=[dict(m) for m in records.metadatas],
+        ),
+    )
+
+
+def query_vectors(dense: DenseStore, vectors: np.ndarray, n: int) -> list[list[tuple[str, float]]]:
+    """For each row of ``vectors``, the ``n`` nearest chunks through the vector index,
+    unfiltered, as ``(chunk id, cosine distance)``."""
+    if not len(vectors) or n <= 0:
+        return []
+    result = dense.read(
+        "search by vector",
+        lambda: dense.collection.query(
+            query_embeddings=vectors, n_results=n, include=["distances"]
+        ),
+    )
+    return [
+        [(str(i), float(d)) for i, d in zip(ids, distances)]
+        for ids, distances in zip(result["ids"], result["distances"])
+    ]
 
 
 def choose_sample(
@@ -89,15 +163,15 @@ def find_unreachable(dense: DenseStore, ids: Sequence[str]) -> list[str]:
     skipped: :meth:`DenseStore.missing_vectors` reports the latter."""
     unreachable: list[str] = []
     for lo in range(0, len(ids), _BATCH):
-        records = dense.raw_records(ids[lo : lo + _BATCH], metadatas=False)
+        records = raw_records(dense, ids[lo : lo + _BATCH], metadatas=False)
         if not records.ids:
             continue
-        answers = dense.query_vectors(records.embeddings, REACH_K)
+        answers = query_vectors(dense, records.embeddings, REACH_K)
         for cid, vector, answer in zip(records.ids, records.embeddings, answers):
             if _reached(cid, answer):
                 continue
             if answer and len(answer) == REACH_K and _all_twins(answer):
-                wide = dense.query_vectors(vector[None, :], WIDE_K)[0]
+                wide = query_vectors(dense, vector[None, :], WIDE_K)[0]
                 if _reached(cid, wide) or (len(wide) == WIDE_K and _all_twins(wide)):
                     continue
             unreachable.append(cid)
@@ -161,7 +235,7 @@ class ReinsertJournal:
             return 0
         if records.ids:
             _log.warning("re-adding %d chunk(s) an interrupted repair removed", len(records.ids))
-            dense.put_raw(records)
+            put_raw(dense, records)
         self.clear()
         return len(records.ids)
 
@@ -172,16 +246,16 @@ def reinsert(dense: DenseStore, ids: Sequence[str], journal: ReinsertJournal) ->
     Returns the ids that stay unreachable even so."""
     if not ids:
         return []
-    records = dense.raw_records(ids)
+    records = raw_records(dense, ids)
     if not records.ids:
         return []
-    dense.put_raw(records)
+    put_raw(dense, records)
     still = set(find_unreachable(dense, list(records.ids)))
     if not still:
         return []
     again = records.subset(still)
     journal.save(again)
     dense.delete(list(again.ids))
-    dense.put_raw(again)
+    put_raw(dense, again)
     journal.clear()
     return find_unreachable(dense, list(again.ids))

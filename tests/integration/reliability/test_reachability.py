@@ -18,6 +18,7 @@ from store_worker import COLLECTION, bulk_documents
 
 from remy_retriever import Document, InvalidInputError, Retriever
 from remy_retriever.cli import main as cli_main
+from remy_retriever.stores.reachability import raw_records
 
 WORKER = Path(__file__).resolve().parent / "store_worker.py"
 #: Past Chroma's persist threshold (1,000 records), so the graph is on disk to damage.
@@ -140,7 +141,7 @@ def test_a_chunk_removed_by_an_interrupted_reinsert_is_put_back(tmp_path: Path) 
         cid = ids[1]
         [(_, text, _)] = r._sync.dense.get(ids=[cid])
         journal = r._sync.journal
-        journal.save(r._sync.dense.raw_records([cid]))
+        journal.save(raw_records(r._sync.dense, [cid]))
         r._sync.dense.delete([cid])  # the state the killed repair left
         assert r._sync.dense.get(ids=[cid]) == []
         report = r.doctor(repair=True)
