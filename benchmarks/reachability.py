@@ -150,14 +150,17 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 def _markdown(data: dict[str, Any]) -> str:
     r = data["result"]
-    first = f" ({r['first_doctor_s']:.1f} s)" if "first_doctor_s" in r else ""
+    first = (
+        f" one untimed plain doctor that loads Chroma's index ({r['first_doctor_s']:.1f} s), then"
+        if "first_doctor_s" in r
+        else ""
+    )
     parts = [common.header_md("Profile: doctor's dense-reachability check", data)]
     parts.append(
         f"{r['chunks']:,} one-chunk documents of 40 words written through `Retriever.add` "
         f"({r['build_s']:,.0f} s; store {r['disk_mib']:,.0f} MiB) with seeded random "
-        f"{DIM}-d unit vectors instead of a model's; then, in a fresh process, one "
-        f"untimed plain doctor{first} (it loads Chroma's index from disk), then each way "
-        f"{r['reps']} times round-robin (median wall time). A chunk is reachable when a "
+        f"{DIM}-d unit vectors instead of a model's; then, in a fresh process,{first} each "
+        f"way {r['reps']} times round-robin (median wall time). A chunk is reachable when a "
         "dense query for its own stored vector returns it among the nearest 10.\n"
     )
     parts.append(
