@@ -9,10 +9,12 @@ it through its lexical branch, but a semantic search never does.
 :func:`find_unreachable` queries each chunk's own stored vector for its
 :data:`REACH_K` nearest neighbours through the index, unfiltered (a query restricted to
 some ids is scored exactly by Chroma, which would find the chunk whether the graph
-reaches it or not), and reports the chunks missing from their own answer. When all
-:data:`REACH_K` answers are exact twins of the vector (duplicate texts), the query is
-widened to :data:`WIDE_K`; a chunk whose twins still fill that answer counts as reached,
-since a search for it finds vectors identical to it.
+reaches it or not). A chunk missing from that answer is searched for again with
+:data:`WIDE_K` answers, which also widens HNSW's search beam: an ordinary approximate
+miss (a few percent of the chunks of a large store of random vectors at the default
+beam) is found then, a chunk no link leads to never is. Only chunks missing from both
+are reported. A chunk whose wide answer is all exact twins of its vector (duplicate
+texts) counts as reached, since a search for it finds vectors identical to it.
 
 :func:`choose_sample` picks what ``doctor`` checks by default: half of the sample is the
 newest chunks (where an interrupted write leaves damage), half drawn at random from the
@@ -61,12 +63,14 @@ _log = logging.getLogger(__name__)
 DOCTOR_SAMPLE = 1000
 #: A chunk must be among the nearest REACH_K answers to its own vector.
 REACH_K = 10
-#: The widened answer for a chunk whose first answer was all exact twins of it.
-WIDE_K = 200
+#: The wider search for a chunk missing from its first answer (it also widens HNSW's
+#: search beam, ``ef``, to WIDE_K).
+WIDE_K = 500
 #: Cosine distance below which two vectors count as the same (duplicate texts).
 _TWIN_DISTANCE = 1e-5
 #: Vectors per Chroma query call (each call holds the embedded store's engine lock).
 _BATCH = 100
+_WIDE_BATCH = 20
 #: The journal's file name, in the lexical index's directory.
 JOURNAL_FILE = "reinsert.json"
 
@@ -159,22 +163,25 @@ def choose_sample(
 
 def find_unreachable(dense: DenseStore, ids: Sequence[str]) -> list[str]:
     """The ids among ``ids`` that a dense search for their own stored vector does not
-    return (see the module docstring). Ids without a record or without a vector are
-    skipped: :meth:`DenseStore.missing_vectors` reports the latter."""
+    return, neither among the nearest :data:`REACH_K` nor in the wider search (see the
+    module docstring). Ids without a record or without a vector are skipped:
+    :meth:`DenseStore.missing_vectors` reports the latter."""
     unreachable: list[str] = []
     for lo in range(0, len(ids), _BATCH):
         records = raw_records(dense, ids[lo : lo + _BATCH], metadatas=False)
         if not records.ids:
             continue
         answers = query_vectors(dense, records.embeddings, REACH_K)
-        for cid, vector, answer in zip(records.ids, records.embeddings, answers):
-            if _reached(cid, answer):
-                continue
-            if answer and len(answer) == REACH_K and _all_twins(answer):
-                wide = query_vectors(dense, vector[None, :], WIDE_K)[0]
-                if _reached(cid, wide) or (len(wide) == WIDE_K and _all_twins(wide)):
-                    continue
-            unreachable.append(cid)
+        missed = [
+            i for i, (cid, got) in enumerate(zip(records.ids, answers)) if not _reached(cid, got)
+        ]
+        for at in range(0, len(missed), _WIDE_BATCH):
+            rows = missed[at : at + _WIDE_BATCH]
+            wide = query_vectors(dense, records.embeddings[rows], WIDE_K)
+            for row, got in zip(rows, wide):
+                cid = records.ids[row]
+                if not _reached(cid, got) and not (len(got) == WIDE_K and _all_twins(got)):
+                    unreachable.append(cid)
     return unreachable
 
 
