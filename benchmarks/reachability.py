@@ -161,7 +161,8 @@ def _markdown(data: dict[str, Any]) -> str:
         f"({r['build_s']:,.0f} s; store {r['disk_mib']:,.0f} MiB) with seeded random "
         f"{DIM}-d unit vectors instead of a model's; then, in a fresh process,{first} each "
         f"way {r['reps']} times round-robin (median wall time). A chunk is reachable when a "
-        "dense query for its own stored vector returns it among the nearest 10.\n"
+        "dense query for its own stored vector returns it among the nearest 10, or else "
+        "among 500 in a wider search.\n"
     )
     parts.append(
         common.md_table(
