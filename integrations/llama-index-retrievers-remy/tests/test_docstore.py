@@ -20,6 +20,7 @@ from llama_index.core.postprocessor import PrevNextNodePostprocessor
 from llama_index.core.schema import Document as LIDocument
 from llama_index.core.schema import NodeRelationship, NodeWithScore, TextNode
 from llama_index.core.storage.docstore.types import BaseDocumentStore
+from llama_index.core.vector_stores.types import VectorStoreQuery
 from llama_index.retrievers.remy import RemyDocumentStore, RemyRetriever
 from llama_index.vector_stores.remy import NoEmbedding, RemyVectorStore
 
@@ -141,6 +142,32 @@ def test_the_vector_store_docstore_sees_nodes_written_after_it_was_made(
         hit.node.node_id: by_id[hit.node.node_id],
         following: by_id[following],
     }
+
+
+def test_chunks_remy_cut_from_a_vector_store_node_link_to_each_other(
+    tmp_path: Path, embedder: Any
+) -> None:
+    engine = Retriever(tmp_path, collection="whole", embedder=embedder, max_tokens=40)
+    store = RemyVectorStore(engine)
+    store.add([TextNode(id_="ops-whole", text=_split_text())])  # no splitter: remy chunks it
+    count = engine.count()
+    assert count >= 3
+    result = store.query(
+        VectorStoreQuery(query_str="charlie logs", similarity_top_k=count, mode="sparse")
+    )
+    hits = [
+        NodeWithScore(node=node, score=score)
+        for node, score in zip(result.nodes or [], result.similarities or [])
+    ]
+    hit = _middle(hits)
+    relations = hit.node.relationships
+    stored = engine.get_chunks(
+        [relations[NodeRelationship.PREVIOUS].node_id, relations[NodeRelationship.NEXT].node_id]
+    )
+    assert len(stored) == 2
+    expected = {cid: chunk.text for cid, chunk in stored.items()}
+    expected[hit.node.node_id] = hit.node.get_content()
+    assert _follow(store.docstore(), hit) == expected
 
 
 def test_the_retriever_docstore_sees_an_ingest_made_after_it_and_its_changes(

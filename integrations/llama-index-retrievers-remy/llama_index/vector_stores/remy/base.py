@@ -275,7 +275,11 @@ class RemyVectorStore(BasePydanticVectorStore):
 
     def _live_nodes(self, ids: Sequence[str]) -> dict[str, BaseNode]:
         """The nodes among ``ids``: node ids of stored nodes first, then chunk ids."""
-        found: dict[str, BaseNode] = {node.node_id: node for node in self.get_nodes(list(ids))}
+        found: dict[str, BaseNode] = {}
+        for start in range(0, len(ids), 500):  # a filter's ``$in`` list is bounded
+            found.update(
+                (node.node_id, node) for node in self.get_nodes(list(ids[start : start + 500]))
+            )
         chunks = self._retriever.get_chunks([i for i in ids if i not in found])
         for cid, chunk in chunks.items():
             found[cid] = _restore(chunk_to_node(chunk), chunk.citation.chunk_count)
