@@ -124,7 +124,7 @@ def chunk_to_node(chunk: StoredChunk) -> TextNode:
     """A stored chunk (``Retriever.get_chunks``) as the node :func:`hit_to_node` makes for
     it, ``PREVIOUS`` / ``NEXT`` from the chunk's neighbour ids. It is not a search result,
     so the scores in its metadata are ``None``."""
-    hit = SearchHit(
+    hit = SearchHit(  # the shared metadata layout is a hit's; its score is cleared below
         id=chunk.id,
         score=0.0,
         text=chunk.text,
