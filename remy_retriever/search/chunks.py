@@ -17,7 +17,7 @@ from typing import Any
 from ..errors import InvalidInputError
 from ..schema.filters import parse_where
 from ..schema.hits import Citation
-from ..schema.records import to_citation, user_metadata
+from ..schema.records import has_surrogate, to_citation, user_metadata
 from ..schema.validation import as_list
 from ..stores.dense import DenseStore
 from ..util.reprs import short_repr
@@ -47,8 +47,8 @@ def get_chunks(
     dense: DenseStore, chunk_ids: Sequence[str], *, where: Mapping[str, Any] | None = None
 ) -> dict[str, StoredChunk]:
     """The stored chunks among ``chunk_ids`` that match ``where`` (every chunk for
-    ``None``), by id, in the order asked; unknown ids and chunks outside ``where`` are
-    left out alike."""
+    ``None``), by id, in the order asked; unknown ids (any string is a valid question)
+    and chunks outside ``where`` are left out alike."""
     wanted = as_list(chunk_ids, "get_chunks()", "['guide#0'] (a list of chunk ids)")
     for cid in wanted:
         if not isinstance(cid, str):
@@ -58,7 +58,8 @@ def get_chunks(
             )
             raise InvalidInputError(msg)
     tree = parse_where(where)
-    unique = list(dict.fromkeys(wanted))
+    # A lone surrogate cannot be in a stored id (Chroma holds UTF-8): such an id is unknown.
+    unique = [cid for cid in dict.fromkeys(wanted) if not has_surrogate(cid)]
     found: dict[str, StoredChunk] = {}
     for start in range(0, len(unique), _BATCH):
         records = fetch_neighbor_records(dense, unique[start : start + _BATCH], tree)

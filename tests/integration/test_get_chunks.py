@@ -42,7 +42,7 @@ def test_chunks_come_back_with_their_hit_text_citation_and_neighbour_ids(
         ids = [f"guide{chr(35)}{i}" for i in range(count)]
         position = hit.citation.chunk_index
         assert (chunk.previous_id, chunk.next_id) == (ids[position - 1], ids[position + 1])
-        every = r.get_chunks([*reversed(ids), ids[0], "guide#99", "other#0"])
+        every = r.get_chunks([*reversed(ids), ids[0], "guide#99", "other#0", "\ud800", ""])
         assert list(every) == list(reversed(ids))  # asked order, once each, unknown left out
         assert every[ids[0]].previous_id is None
         assert every[ids[-1]].next_id is None
