@@ -508,7 +508,7 @@ def _timed_protocol(
                 self._cancel()
                 if cycle.more_body:
                     self._arm("body", body_timeout)
-            elif self._phase == "body" and not cycle.more_body:
+            elif self._phase == "body" and cycle is not None and not cycle.more_body:
                 self._cancel()
             elif self._timer is None and (cycle is None or cycle.response_complete):
                 # bytes of the next request (keep-alive), or the answer is out: the next
