@@ -66,7 +66,7 @@ class JsonLimits:
         body = b"".join(chunks)
         if body.strip():
             try:
-                check_json_text(body, what="the request body")
+                check_json_text(body, what="body")
             except InvalidInputError as exc:
                 await _answer(send, 400, str(exc))
                 return
