@@ -38,6 +38,7 @@ import anyio.to_thread
 import mcp_types as types
 from mcp.server import Server, ServerRequestContext
 from mcp.server.stdio import stdio_server
+from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 
 from .. import __version__
@@ -214,7 +215,12 @@ def serve(
     if transport == "stdio":
         anyio.run(_serve_stdio, server)
         return
-    app: Any = server.streamable_http_app(host=host)
+    # The listener checks Host and Origin for every name it was given (--allowed-host);
+    # the SDK's own check knows only the loopback names, so it steps aside then.
+    security = (
+        None if listen is None else TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    )
+    app: Any = server.streamable_http_app(host=host, transport_security=security)
     if api_keys:
         app = BearerAuth(app, tuple(api_keys))
     if listen is not None:
