@@ -7,7 +7,6 @@ so does a page of the server's own origin."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import anyio
 import httpx

@@ -179,7 +179,9 @@ def test_no_malformed_request_gets_a_5xx_or_a_bug_from_remy_mcp(tmp_path: Path) 
                     )
                     if reply.status_code >= 500 or "a bug in remy-retriever" in reply.text:
                         failures.append((text[:80], kind, reply.status_code, reply.text[:300]))
-            bad_utf8 = client.post("/mcp", content=b'{"jsonrpc": "2.0", "\xff": 1}', headers=session)
+            bad_utf8 = client.post(
+                "/mcp", content=b'{"jsonrpc": "2.0", "\xff": 1}', headers=session
+            )
             if bad_utf8.status_code >= 500:
                 failures.append(("bad utf-8", bad_utf8.status_code, bad_utf8.text[:200]))
         assert not failures, failures
