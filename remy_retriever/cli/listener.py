@@ -433,7 +433,7 @@ def raise_file_limit(wanted: int) -> int:
     limit, never lowered); return the soft limit now in force (``wanted`` where the
     platform has no such limit)."""
     try:
-        import resource
+        import resource  # lazy: POSIX only (absent on Windows)
     except ImportError:  # not POSIX
         return wanted
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
