@@ -98,7 +98,7 @@ def _parse(text: str | bytes, what: str, *, syntax: bool) -> Any:
     except (ValueError, UnicodeDecodeError) as exc:
         if not syntax:
             return None
-        msg = f"{what} is not valid JSON ({exc})"
+        msg = f"{what} is not JSON ({exc})"
         raise InvalidInputError(msg) from None
     check_json_value(value, what=what)
     return value
