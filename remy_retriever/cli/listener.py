@@ -476,10 +476,9 @@ def _timed_protocol(
         _seen: Any = None
         _phase = ""
 
-        def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        def connection_made(self, transport: Any) -> None:  # asyncio's or uvloop's
             if len(self.connections) >= cap:
                 self._refused = True
-                assert isinstance(transport, asyncio.WriteTransport)
                 transport.write(too_many)
                 transport.close()
                 return

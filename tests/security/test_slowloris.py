@@ -89,3 +89,36 @@ def _all_cut(slow: list[socket.socket], *, deadline: float) -> None:
     waiting.close()
     assert cut == len(slow), f"{len(slow) - cut} slow clients still connected"
     assert answers <= {b"HTTP/1.1 408 Request Timeout", b""}, answers
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_connections_over_the_cap_are_refused_at_once_and_the_server_recovers(
+    tmp_path: Path,
+) -> None:
+    cap = 50
+    args = ["--db", str(tmp_path / "db"), "--api-key", KEY, "--log-level", "warning"]
+    args += ["--max-connections", str(cap), "--header-timeout", "300"]
+    with running("serve", args, tmp_path / "serve.log") as url:
+        port = int(url.rsplit(":", 1)[1])
+        held = [socket.create_connection(("127.0.0.1", port), timeout=60) for _ in range(cap)]
+        try:
+            for sock in held:
+                sock.sendall(b"GET /openapi.json HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+            extra = socket.create_connection(("127.0.0.1", port), timeout=60)
+            with extra:
+                refusal = extra.recv(4096)  # answered at once, before any request is sent
+            assert refusal.startswith(b"HTTP/1.1 503 "), refusal
+            assert b"retry-after: 1" in refusal and b"connections open" in refusal
+        finally:
+            for sock in held:
+                sock.close()
+        deadline = time.monotonic() + 60
+        status = 0
+        while status != 404:  # the held ones are gone once the server has seen them close
+            assert time.monotonic() < deadline, f"still refused ({status})"
+            with contextlib.suppress(httpx.TransportError):
+                status = httpx.get(
+                    f"{url}/v3/documents/doc_x", headers={"Authorization": f"Bearer {KEY}"}
+                ).status_code
+            time.sleep(0.2)
