@@ -258,7 +258,7 @@ class HostCheck:
         self.allowed = allowed
 
     async def __call__(self, scope: _Scope, receive: _Receive, send: _Send) -> None:
-        if scope["type"] == "http":
+        if scope["type"] in ("http", "websocket"):
             given = _header(scope, b"host")
             if given is None or _host_name(given) not in self.allowed:
                 shown = "no Host header" if given is None else f"Host {given[:100]!r}"
@@ -268,7 +268,10 @@ class HostCheck:
                     f"it as one of {', '.join(sorted(self.allowed))}, or start it with "
                     "--allowed-host NAME"
                 )
-                await _refuse(send, 421, message)
+                if scope["type"] == "websocket":
+                    await send({"type": "websocket.close", "code": 1008, "reason": "bad Host"})
+                else:
+                    await _refuse(send, 421, message)
                 return
         await self.app(scope, receive, send)
 
@@ -538,7 +541,9 @@ def _timed_protocol(
             idle = cycle is None or cycle.response_complete
             if phase == "headers" and not idle:
                 return  # a response is being written: uvicorn's keep-alive takes over
-            if idle or not cycle.response_started:
+            # A 408 only where no answer has begun: after an early answer (a 401 before
+            # the body was read), the rest of the body is not waited for, silently.
+            if (phase == "headers" and idle) or (not idle and not cycle.response_started):
                 message = f"the request's {phase} did not arrive within {seconds:g} s"
                 transport.write(_raw_response(408, "Request Timeout", message))
             if cycle is not None and not cycle.response_complete:
