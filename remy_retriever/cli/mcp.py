@@ -4,7 +4,9 @@ Context Protocol (stdio by default; ``--transport streamable-http`` for HTTP).
 Over HTTP the policy is ``remy serve``'s: without an API key (``--api-key``, or
 ``REMY_API_KEYS``: keys separated by spaces) the server listens on loopback only and
 refuses another ``--host``; with keys, every request must send ``Authorization: Bearer
-KEY``.
+KEY``. Either way the listener of :mod:`.listener` (``remy serve``'s) refuses a foreign
+``Host`` and a cross-site state-changing request, times out slow clients and caps the
+connections.
 
 The tools, their guards and the resources are described in
 :mod:`remy_retriever.mcp_server`. This command checks the flags, opens the stores (a

@@ -5,6 +5,10 @@ command runs. Without an API key (``--api-key``, or ``REMY_API_KEYS``: keys sepa
 spaces) the server answers anyone who can reach it, so it then listens on loopback only
 and refuses another ``--host``. ``--reranker PATH`` (else ``REMY_RERANK_MODEL``) is
 loaded at start-up; one that cannot be loaded stops the server before it listens.
+
+The listener (:mod:`.listener`, shared with ``remy mcp``) refuses a foreign ``Host`` and a
+state-changing request from another web origin, times out slow headers and bodies, caps
+connections, and bounds the requests in flight, per key and in all.
 """
 
 from __future__ import annotations
