@@ -1,7 +1,7 @@
 """Limits on the JSON a caller sends, checked before the value reaches anything costly.
 
-Python's own parser recurses once per nesting level (a 50,000-deep array raises
-``RecursionError``), converts integer literals of any length (a 5,000-digit number hits
+Python's own parser recurses once per nesting level (an array nested deep enough raises
+``RecursionError``), converts integer literals of any length (one of thousands of digits hits
 the interpreter's int-string limit later, wherever it is printed) and accepts ``NaN`` and
 ``Infinity``. :func:`loads_limited` parses a text under the limits below and
 :func:`check_json_value` checks a value some other parser produced (the MCP SDK's); both
