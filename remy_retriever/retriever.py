@@ -30,7 +30,7 @@ from .search.calibration import ScoredHit
 from .search.entry import Searches
 from .search.pipeline import SearchPipeline
 from .search.tuning import TuneReport, collect, fit
-from .search.values import metadata_values
+from .search.values import metadata_values, scan_metadata_values
 from .stores.chroma import open_client
 from .stores.dense import check_hnsw
 from .stores.document_table import TABLE_SUFFIX, StoredDocument
@@ -287,6 +287,18 @@ class Retriever:
         """The distinct values stored under ``key`` by the chunks matching ``where`` only
         (:mod:`remy_retriever.search.values`; over ``limit``: InvalidFilterError)."""
         return metadata_values(self._sync.dense, key, where=where, limit=limit)
+
+    def scan_metadata_values(
+        self,
+        keys: Sequence[str],
+        *,
+        where: Mapping[str, Any] | None = None,
+        limit: int = MAX_SCANNED_VALUES,
+    ) -> dict[str, list[MetadataValue]]:
+        """Per key, the distinct values stored by the chunks matching ``where`` only, all
+        keys read in one pass (:mod:`remy_retriever.search.values`: its key, value and
+        chunk limits raise InvalidFilterError)."""
+        return scan_metadata_values(self._sync.dense, keys, where=where, limit=limit)
 
     def search(
         self, query: str, options: SearchOptions | None = None, **kwargs: Any

@@ -58,7 +58,7 @@ class Service:
             None if doc_id is None else document_where(doc_id),
         )
         tree = where_from_filters(
-            filters, values=lambda key: self.retriever.metadata_values(key, where=scope)
+            filters, values=lambda keys: self.retriever.scan_metadata_values(keys, where=scope)
         )
         return and_where(tree, scope)
 
@@ -160,7 +160,7 @@ class Service:
         tags = principal.scope(_tags(body.container_tag, body.container_tags))
         where = where_from_filters(
             body.filters,
-            values=lambda key: self.memories.metadata_values(key, container_tags=tags),
+            values=lambda keys: self.memories.scan_metadata_values(keys, container_tags=tags),
         )
         flags = {
             "relatedMemories": include.related_memories,
@@ -219,10 +219,10 @@ class Service:
             raise InvalidInputError(msg)
         if body.id is not None:
             try:
-                memory = self.memories.get(body.id)
+                memory = self.memories.get(body.id, container_tags=[tag])
             except (LookupError, InvalidInputError):
                 memory = None
-            if memory is None or memory.container_tag != tag or memory.forgotten:
+            if memory is None or memory.forgotten:
                 msg = f"no memory with id {body.id!r} in container {tag!r}"
                 raise NotFoundError(msg)
             if body.content is not None and memory.content != body.content:

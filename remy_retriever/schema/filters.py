@@ -32,6 +32,8 @@ __all__ = [
     "MAX_CONDITIONS",
     "MAX_DEPTH",
     "MAX_LIST_VALUES",
+    "MAX_SCANNED_CHUNKS",
+    "MAX_SCANNED_KEYS",
     "MAX_SCANNED_VALUES",
     "And",
     "Compare",
@@ -46,9 +48,20 @@ __all__ = [
     "to_chroma",
 ]
 
-#: Most distinct values a scan for a filter the ``where`` syntax lacks (substring,
-#: case-insensitive) reads before it refuses the filter (``Retriever.metadata_values``).
+# The limits of one filter, all here. A filter the ``where`` syntax lacks (substring,
+# case-insensitive, a negated order comparison) is resolved against the values stored
+# under its keys (:mod:`remy_retriever.search.values`), read inside the caller's scope in
+# one pass. The shape limits are checked on the filter alone, before any value is read;
+# the work limits count what is inside the scope only, so no answer depends on data the
+# caller may not see.
+
+#: Most distinct metadata keys one filter may resolve against stored values (shape).
+MAX_SCANNED_KEYS = 16
+#: Most distinct values (over all its keys) such a scan reads before it refuses the
+#: filter (work, inside the scope).
 MAX_SCANNED_VALUES = 10_000
+#: Most chunks such a scan reads before it refuses the filter (work, inside the scope).
+MAX_SCANNED_CHUNKS = 100_000
 
 Scalar = Union[str, int, float, bool]
 

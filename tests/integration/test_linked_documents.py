@@ -167,7 +167,7 @@ def test_value_scans_read_only_the_callers_scope(linked: LinkedDocuments) -> Non
             {"key": "lang", "value": "engl", "filterType": "string_contains", "ignoreCase": True}
         ]
     }
-    where = where_from_filters(tree, values=lambda k: docs.metadata_values(k, where=scope))
+    where = where_from_filters(tree, values=lambda ks: docs.scan_metadata_values(ks, where=scope))
     assert "english-secret" not in str(where)  # bob's value never reaches the filter
     hits = docs.search("note", mode="lexical", k=10, where=and_where(where, scope))
     assert sorted(h.citation.document_id for h in hits) == ["alice-0", "alice-1"]
