@@ -21,7 +21,7 @@ from .ingest.writer import Ingestor, IngestReport
 from .models.embeddings import Embedder
 from .models.rerankers import Reranker, resolve_reranker
 from .schema.document import Document, MetadataValue, validate_document_id
-from .schema.filters import MAX_SCANNED_VALUES, parse_where, to_chroma
+from .schema.filters import MAX_SCANNED_CHUNKS, MAX_SCANNED_VALUES, parse_where, to_chroma
 from .schema.hits import SearchHit
 from .schema.options import SearchOptions, check_int
 from .schema.records import document_id_of
@@ -294,11 +294,14 @@ class Retriever:
         *,
         where: Mapping[str, Any] | None = None,
         limit: int = MAX_SCANNED_VALUES,
+        max_chunks: int = MAX_SCANNED_CHUNKS,
     ) -> dict[str, list[MetadataValue]]:
         """Per key, the distinct values stored by the chunks matching ``where`` only, all
-        keys read in one pass (:mod:`remy_retriever.search.values`: its key, value and
-        chunk limits raise InvalidFilterError)."""
-        return scan_metadata_values(self._sync.dense, keys, where=where, limit=limit)
+        keys read in one pass (:mod:`remy_retriever.search.values`: over its key limit,
+        ``limit`` values or ``max_chunks`` chunks in scope: InvalidFilterError)."""
+        return scan_metadata_values(
+            self._sync.dense, keys, where=where, limit=limit, max_chunks=max_chunks
+        )
 
     def search(
         self, query: str, options: SearchOptions | None = None, **kwargs: Any

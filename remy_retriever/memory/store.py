@@ -99,7 +99,8 @@ class MemoryStore:
     ``document_container_key`` names the document metadata key that holds a document's
     container tag, so that ``container_tag`` also filters chunk results and linked
     documents; ``None`` makes documents shared by every container (``container_tag``
-    then filters memories only).
+    then filters memories only). ``bm25_statistics``: as for :class:`Retriever`, for the
+    memory collection (``"filter"``: a container's lexical scores are counted inside it).
     """
 
     def __init__(
@@ -114,6 +115,7 @@ class MemoryStore:
         reranker: Reranker | str | None = None,
         context_depth: int = 10,
         document_container_key: str | None = CONTAINER_TAG_KEY,
+        bm25_statistics: str = "collection",
     ) -> None:
         if retriever is not None and not isinstance(retriever, Retriever):
             msg = (
@@ -137,6 +139,7 @@ class MemoryStore:
             "client": client,
             "lexical_path": lexical_path,
             "reranker": reranker,
+            "bm25_statistics": bm25_statistics,
         }
         if embedder is None and embedder_backend is None and retriever is not None:
             # The linked retriever's embedder, unless the memory collection already
