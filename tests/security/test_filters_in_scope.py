@@ -73,7 +73,9 @@ def mcp_answer(client: McpClient, filters: dict[str, Any]) -> Any:
     result = client.call(
         "search_documents", {"query": "project note launch plan", "filters": filters}
     )
-    return result.is_error, [c.text for c in result.content], result.structured_content
+    structured = dict(result.structured_content or {})
+    structured.pop("timing", None)
+    return result.is_error, [c.model_dump() for c in result.content], structured
 
 
 @settings(max_examples=20, deadline=None, suppress_health_check=list(HealthCheck))
