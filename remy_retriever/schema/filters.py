@@ -40,6 +40,7 @@ __all__ = [
     "Filter",
     "Or",
     "and_where",
+    "check_scanned_keys",
     "document_where",
     "matches",
     "parse_where",
@@ -62,6 +63,23 @@ MAX_SCANNED_KEYS = 16
 MAX_SCANNED_VALUES = 10_000
 #: Most chunks such a scan reads before it refuses the filter (work, inside the scope).
 MAX_SCANNED_CHUNKS = 100_000
+
+
+def check_scanned_keys(keys: Iterable[str]) -> list[str]:
+    """The distinct ``keys`` a filter resolves against stored values, in order; more
+    than :data:`MAX_SCANNED_KEYS` raise :class:`InvalidFilterError` (decided on the
+    filter alone, before any value is read)."""
+    names = list(dict.fromkeys(keys))
+    if len(names) > MAX_SCANNED_KEYS:
+        msg = (
+            f"the filter resolves {len(names):,} metadata keys against their stored values "
+            "(string_contains, ignoreCase or a negated numeric comparison), over the limit "
+            f"of {MAX_SCANNED_KEYS} keys per request; filter on exact values for the others "
+            "(filterType 'metadata' without ignoreCase, or 'numeric')"
+        )
+        raise InvalidFilterError(msg)
+    return names
+
 
 Scalar = Union[str, int, float, bool]
 

@@ -9,7 +9,7 @@ one pass over the scope. The work is bounded by limits counted inside the scope 
 (:data:`~remy_retriever.schema.filters.MAX_SCANNED_VALUES` distinct values over all the
 keys, :data:`~remy_retriever.schema.filters.MAX_SCANNED_CHUNKS` chunks); past either the
 scan stops with :class:`~remy_retriever.errors.InvalidFilterError`. How many keys one
-scan may read (:data:`~remy_retriever.schema.filters.MAX_SCANNED_KEYS`) is checked before
+scan may read (:func:`~remy_retriever.schema.filters.check_scanned_keys`) is checked before
 anything is read.
 """
 
@@ -22,33 +22,19 @@ from ..errors import InvalidFilterError
 from ..schema.document import MetadataValue
 from ..schema.filters import (
     MAX_SCANNED_CHUNKS,
-    MAX_SCANNED_KEYS,
     MAX_SCANNED_VALUES,
+    check_scanned_keys,
     parse_where,
     to_chroma,
 )
 from ..stores.dense import DenseStore
 
-__all__ = ["check_scanned_keys", "metadata_values", "scan_metadata_values"]
+__all__ = ["metadata_values", "scan_metadata_values"]
 
 _FIX = (
     "filter on exact values instead (filterType 'metadata' without ignoreCase, or "
     "'numeric'), or narrow the scope with containerTags"
 )
-
-
-def check_scanned_keys(keys: Sequence[str]) -> list[str]:
-    """The distinct ``keys``, in order; more than :data:`MAX_SCANNED_KEYS` raise
-    :class:`InvalidFilterError` (decided on the filter alone, before any value is read)."""
-    names = list(dict.fromkeys(keys))
-    if len(names) > MAX_SCANNED_KEYS:
-        msg = (
-            f"the filter resolves {len(names):,} metadata keys against their stored values "
-            f"(string_contains, ignoreCase or a negated numeric comparison), over the limit "
-            f"of {MAX_SCANNED_KEYS} keys per request; {_FIX}"
-        )
-        raise InvalidFilterError(msg)
-    return names
 
 
 def scan_metadata_values(
@@ -61,7 +47,7 @@ def scan_metadata_values(
 ) -> dict[str, list[MetadataValue]]:
     """Per key, the distinct values the chunks matching ``where`` (every chunk for
     ``None``) store under it, in the order first seen: one pass over the scope for every
-    key. Over :data:`MAX_SCANNED_KEYS` keys, ``limit`` distinct values in all or
+    key. Over ``MAX_SCANNED_KEYS`` keys, ``limit`` distinct values in all or
     ``max_chunks`` chunks in scope raise :class:`InvalidFilterError` naming the limit."""
     names = check_scanned_keys(keys)
     tree = to_chroma(parse_where(where))  # a bad scope is refused before reading

@@ -58,7 +58,7 @@ from ..schema.filters import (
     MAX_CONDITIONS,
     MAX_DEPTH,
     MAX_LIST_VALUES,
-    MAX_SCANNED_KEYS,
+    check_scanned_keys,
     parse_where,
 )
 from ..util.reprs import short_repr
@@ -118,14 +118,7 @@ def where_from_filters(tree: object, *, values: ValuesOf | None = None) -> dict[
     parse_where(planned)  # the where limits and key rules
     if not plan.wanted:
         return planned
-    if len(plan.wanted) > MAX_SCANNED_KEYS:
-        msg = (
-            f"filters resolve {len(plan.wanted):,} metadata keys against their stored values "
-            f"(string_contains, ignoreCase or a negated numeric comparison), over the limit "
-            f"of {MAX_SCANNED_KEYS} keys per request; filter on exact values (filterType "
-            "'metadata' without ignoreCase, or 'numeric') for the others"
-        )
-        raise InvalidFilterError(msg)
+    check_scanned_keys(plan.wanted)
     if values is None:
         feature = next(iter(plan.wanted.values()))
         msg = (
