@@ -14,7 +14,8 @@ import httpx
 import pytest
 from remy_serve_support import ALICE, BOB, RemyServer
 
-pytestmark = pytest.mark.slow
+from remy_retriever.cli import build_parser
+from remy_retriever.cli.common import bm25_statistics
 
 ALICE_H = {"Authorization": f"Bearer {ALICE}"}
 BOB_H = {"Authorization": f"Bearer {BOB}"}
@@ -72,6 +73,7 @@ def _same(before: dict[str, Any], after: dict[str, Any]) -> None:
             assert after[part][doc_id] == pytest.approx(score, rel=1e-6), (part, doc_id)
 
 
+@pytest.mark.slow
 def test_bobs_scores_do_not_move_when_alice_writes_his_terms(scored: RemyServer) -> None:
     before = bob_scores(scored)
     assert before["lexical"], before
@@ -80,6 +82,7 @@ def test_bobs_scores_do_not_move_when_alice_writes_his_terms(scored: RemyServer)
     _same(before, bob_scores(scored))
 
 
+@pytest.mark.slow
 def test_the_average_chunk_length_is_still_shared(scored: RemyServer) -> None:
     """Long chunks of Alice's change BM25's length normalisation for everyone."""
     before = bob_scores(scored)
@@ -89,3 +92,21 @@ def test_the_average_chunk_length_is_still_shared(scored: RemyServer) -> None:
     after = bob_scores(scored)
     assert after["lexical"].keys() == before["lexical"].keys()
     assert after["lexical"] != before["lexical"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "boundary", "expected"),
+    [
+        (["serve"], True, "filter"),  # a tag-bound key
+        (["serve"], False, "collection"),
+        (["serve", "--bm25-statistics", "filter"], False, "filter"),  # the whole store
+        (["serve", "--bm25-statistics", "collection"], True, "collection"),
+        (["mcp", "--container-tag", "alice"], True, "filter"),  # pinned
+        (["mcp", "--bm25-statistics", "filter"], False, "filter"),
+    ],
+)
+def test_the_servers_count_statistics_inside_the_scope_where_a_boundary_is_enforced(
+    argv: list[str], boundary: bool, expected: str
+) -> None:
+    args = build_parser().parse_args(argv)
+    assert bm25_statistics(args, boundary=boundary) == expected
