@@ -31,7 +31,7 @@ from .search.chunks import StoredChunk, get_chunks
 from .search.entry import Searches
 from .search.pipeline import SearchPipeline
 from .search.tuning import TuneReport, collect, fit
-from .search.values import metadata_values
+from .search.values import scan_metadata_values
 from .stores.chroma import open_client
 from .stores.dense import check_hnsw
 from .stores.document_table import TABLE_SUFFIX, StoredDocument
@@ -293,9 +293,16 @@ class Retriever:
     def metadata_values(
         self, key: str, *, where: Mapping[str, Any] | None = None, limit: int = MAX_SCANNED_VALUES
     ) -> list[MetadataValue]:
-        """The distinct values stored under ``key`` by the chunks matching ``where`` only
-        (:mod:`remy_retriever.search.values`; over ``limit``: InvalidFilterError)."""
-        return metadata_values(self._sync.dense, key, where=where, limit=limit)
+        """:meth:`scan_metadata_values` for one key."""
+        return self.scan_metadata_values([key], where=where, limit=limit)[key]
+
+    def scan_metadata_values(
+        self, keys: Sequence[str], *, where: Mapping[str, Any] | None = None, **limits: int
+    ) -> dict[str, list[MetadataValue]]:
+        """Per key, the distinct values stored by the chunks matching ``where`` only, in
+        one pass (:func:`remy_retriever.search.values.scan_metadata_values`: ``limit``,
+        ``max_chunks``; over a limit, InvalidFilterError)."""
+        return scan_metadata_values(self._sync.dense, keys, where=where, **limits)
 
     def search(
         self, query: str, options: SearchOptions | None = None, **kwargs: Any

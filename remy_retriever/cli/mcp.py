@@ -28,9 +28,11 @@ from ..mcp_server.tools import Guards, RemyTools
 from ..memory.checks import check_tag
 from .common import (
     add_api_key_flag,
+    add_bm25_statistics_flag,
     add_reranker_flag,
     add_store_flags,
     api_key_specs,
+    bm25_statistics,
     check_listener,
     check_port,
     open_linked_stores,
@@ -75,6 +77,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     )
     add_reranker_flag(parser)
     add_listener_flags(parser, request_limits=False)
+    add_bm25_statistics_flag(parser, boundary="with --container-tag")
     parser.set_defaults(run=run)
 
 
@@ -103,7 +106,12 @@ def run(args: argparse.Namespace) -> int:
     logging.getLogger("remy.mcp").setLevel(logging.INFO)
     reranker = startup_reranker(args)  # before any store is opened or created
     with contextlib.redirect_stdout(sys.stderr):  # stdout is the protocol's (stdio)
-        documents, memories = open_linked_stores(args, create=not args.read_only, reranker=reranker)
+        documents, memories = open_linked_stores(
+            args,
+            create=not args.read_only,
+            reranker=reranker,
+            statistics=bm25_statistics(args, boundary=guards.container_tag is not None),
+        )
     try:
         tools = RemyTools(documents, memories, guards=guards)
         serve(

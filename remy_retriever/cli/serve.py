@@ -9,6 +9,10 @@ loaded at start-up; one that cannot be loaded stops the server before it listens
 The listener (:mod:`.listener`, shared with ``remy mcp``) refuses a foreign ``Host`` and a
 state-changing request from another web origin, times out slow headers and bodies, caps
 connections, and bounds the requests in flight, per key and in all.
+
+With a key bound to tags, BM25 statistics are counted inside each search's scope
+(``--bm25-statistics filter``, the default then), so a tenant's scores do not move with
+another tenant's writes.
 """
 
 from __future__ import annotations
@@ -18,9 +22,11 @@ import argparse
 from ..errors import InvalidInputError
 from .common import (
     add_api_key_flag,
+    add_bm25_statistics_flag,
     add_reranker_flag,
     add_store_flags,
     api_key_specs,
+    bm25_statistics,
     check_listener,
     check_port,
     open_linked_stores,
@@ -44,6 +50,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     parser.add_argument("--port", type=int, default=8000, help="port (default 8000)")
     add_api_key_flag(parser, tags=True)
     add_reranker_flag(parser)
+    add_bm25_statistics_flag(parser, boundary="when an --api-key is bound to tags")
     parser.add_argument(
         "--max-body-bytes", type=int, default=None, help="largest request body (16 MiB)"
     )
@@ -78,7 +85,8 @@ def run(args: argparse.Namespace) -> int:
         )
         raise InvalidInputError(msg) from None
     specs = api_key_specs(args)
-    keys = KeyRing(parse_api_key(s) for s in specs)
+    parsed = [parse_api_key(s) for s in specs]
+    keys = KeyRing(parsed)
     host = check_listener(args.host, keys=keys.required)
     check_port(args.port)
     policy = policy_from_args(args, host=host, keys=keys.required)
@@ -87,7 +95,11 @@ def run(args: argparse.Namespace) -> int:
         msg = f"--max-body-bytes must be at least 1024, got {limit}"
         raise InvalidInputError(msg)
     reranker = startup_reranker(args)  # before any store is opened or created
-    retriever, memories = open_linked_stores(args, create=True, reranker=reranker)
+    bound = any(key.tags is not None for key in parsed)
+    statistics = bm25_statistics(args, boundary=bound)
+    retriever, memories = open_linked_stores(
+        args, create=True, reranker=reranker, statistics=statistics
+    )
     assert memories is not None  # created
     app = create_app(Service(retriever, memories), keys, max_body_bytes=limit)
     where = f"http://{host}:{args.port}"

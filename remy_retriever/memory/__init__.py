@@ -30,8 +30,10 @@ from .linked import (
     DocumentNotFoundError,
     LinkedDocuments,
     check_metadata,
+    custom_document_id,
     public_metadata,
     tag_of,
+    wire_document_id,
 )
 from .model import Memory, MemoryNotFoundError, MemoryStateError, SearchMode
 from .store import MemoryStore
@@ -58,6 +60,8 @@ __all__ = [
     "MemoryStore",
     "SearchMode",
     "check_metadata",
+    "custom_document_id",
     "public_metadata",
     "tag_of",
+    "wire_document_id",
 ]

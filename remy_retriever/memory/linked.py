@@ -22,6 +22,13 @@ Scope: the methods that read or replace a document take ``scope``, the container
 the caller may see (``None``: every tag, and documents without one). A document outside
 it is reported missing (:class:`DocumentNotFoundError`), exactly as if it did not exist.
 
+customIds are scoped per container tag: a document added to tag ``alice`` with customId
+``x`` is stored under the id ``alice@x`` (:func:`custom_document_id`; a tag never holds
+``@``), so ``alice`` and ``bob`` may both hold ``x`` and neither can probe, refuse or
+replace the other's. :meth:`LinkedDocuments.visible` takes the id a caller names (a
+customId, or a stored id) and finds it among the documents in its scope only;
+:func:`wire_document_id` gives back the id a caller knows (the customId when there is one).
+
 Writes take :attr:`LinkedDocuments.lock` (one write at a time in this process, so a
 document and its memory change together; reentrant, so a door may hold it around a
 lookup and the write that follows); each store's own writer lock serialises them
@@ -52,8 +59,10 @@ __all__ = [
     "DocumentNotFoundError",
     "LinkedDocuments",
     "check_metadata",
+    "custom_document_id",
     "public_metadata",
     "tag_of",
+    "wire_document_id",
 ]
 
 #: Document metadata key holding a supermemory ``customId``.
@@ -98,6 +107,19 @@ def tag_of(doc: Document) -> str | None:
     return tag if isinstance(tag, str) else None
 
 
+def custom_document_id(tag: str | None, custom_id: str) -> str:
+    """The stored id of the document with ``custom_id`` in container ``tag``:
+    ``tag@custom_id`` (``custom_id`` itself for a document without a tag)."""
+    return custom_id if tag is None else f"{tag}@{custom_id}"
+
+
+def wire_document_id(doc_id: str, metadata: Mapping[str, Any] | None) -> str:
+    """The id a caller knows a stored document by: its customId when it has one (kept
+    in :data:`CUSTOM_ID_KEY`), else its stored id."""
+    custom = (metadata or {}).get(CUSTOM_ID_KEY)
+    return custom if isinstance(custom, str) and custom else doc_id
+
+
 def _visible(tag: str | None, scope: Scope) -> bool:
     return scope is None or (tag is not None and tag in scope)
 
@@ -129,13 +151,37 @@ class LinkedDocuments:
     # -- reads ------------------------------------------------------------------------
 
     def visible(self, doc_id: str, *, scope: Scope = None) -> StoredDocument:
-        """The stored document, if it is in ``scope``; else :class:`DocumentNotFoundError`."""
+        """The document a caller names ``doc_id`` (its stored id, or its customId in a
+        container of ``scope``), if it is in ``scope``; else
+        :class:`DocumentNotFoundError`, with the same message whether or not a document
+        outside the scope has that id or customId. A customId held in several containers
+        of ``scope`` raises :class:`InvalidInputError` naming their stored ids."""
         validate_document_id(doc_id)
-        stored = self.retriever.get_documents([doc_id]).get(doc_id)
-        if stored is None or not _visible(tag_of(stored.document), scope):
-            msg = f"no document with id {doc_id!r}"
-            raise DocumentNotFoundError(msg)
-        return stored
+        tags = sorted(scope) if scope is not None else []
+        candidates = [doc_id, *(custom_document_id(t, doc_id) for t in tags)]
+        stored = self.retriever.get_documents(candidates)
+        found = [
+            stored[c]
+            for c in dict.fromkeys(candidates)
+            if c in stored and _visible(tag_of(stored[c].document), scope)
+        ]
+        if found and found[0].document.id == doc_id:
+            return found[0]  # the stored id itself
+        if not found:  # a customId whose document moved to another tag of the scope
+            where = and_where(scope_where(scope, key=CONTAINER_TAG_KEY), {CUSTOM_ID_KEY: doc_id})
+            ids = self.retriever.document_ids(where)
+            found = list(self.retriever.get_documents(ids).values()) if ids else []
+        if len(found) == 1:
+            return found[0]
+        if found:
+            names = ", ".join(sorted(repr(s.document.id) for s in found))
+            msg = (
+                f"customId {doc_id!r} is held in several containers ({names}); name the "
+                "document by one of these ids"
+            )
+            raise InvalidInputError(msg)
+        msg = f"no document with id {doc_id!r}"
+        raise DocumentNotFoundError(msg)
 
     def memories_of(self, doc_id: str) -> list[Memory]:
         """Every memory version made from this document, oldest first."""
@@ -165,10 +211,14 @@ class LinkedDocuments:
         pages: tuple[int, ...] | None = None,
     ) -> Document:
         """The document for a supermemory one (checked; nothing written): its id is
-        ``custom_id`` when given (adding it again replaces the document), else
-        ``doc_<32 hex digits>``."""
+        :func:`custom_document_id` of ``tag`` and ``custom_id`` when given (adding it again
+        to the same tag replaces the document), else ``doc_<32 hex digits>``."""
         meta = check_metadata(metadata)
-        doc_id = validate_document_id(custom_id) if custom_id else f"doc_{uuid.uuid4().hex}"
+        doc_id = (
+            validate_document_id(custom_document_id(tag, validate_document_id(custom_id)))
+            if custom_id
+            else f"doc_{uuid.uuid4().hex}"
+        )
         if tag is not None:
             meta[CONTAINER_TAG_KEY] = tag
         if custom_id:

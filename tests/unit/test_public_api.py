@@ -107,8 +107,10 @@ MEMORY_EXPECTED = {
     "SOURCE_KEY",
     "SearchMode",
     "check_metadata",
+    "custom_document_id",
     "public_metadata",
     "tag_of",
+    "wire_document_id",
 }
 LOADERS_EXPECTED = {
     "LoadedText",
