@@ -10,6 +10,8 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import chromadb
@@ -176,6 +178,22 @@ class Retriever:
         if self._max_tokens is not None:
             return self._max_tokens
         return int(getattr(self.embedder, "max_tokens", 256))
+
+    @property
+    def local_dir(self) -> Path:
+        """The local directory that holds this store's writer lock: an embedded store's
+        own directory, else (a Chroma server) the lexical index's. Layers above the
+        facade keep their crash journals there (:mod:`remy_retriever.memory.journal`)."""
+        return self._sync.write_lock.path.parent
+
+    @contextmanager
+    def writing(self) -> Iterator[None]:
+        """Hold this store's writer lock (across threads and processes) for several
+        calls: a write made of more than one ``add``/``delete`` (the memory rule of
+        :class:`~remy_retriever.memory.LinkedDocuments`) runs alone. Re-entrant: the
+        calls inside take the lock too."""
+        with self._sync.write_lock:
+            yield
 
     def count(self) -> int:
         """Number of chunks stored."""
