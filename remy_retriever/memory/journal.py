@@ -54,6 +54,7 @@ __all__ = [
     "Journal",
     "MemoryReport",
     "Pending",
+    "is_paired",
 ]
 
 _log = logging.getLogger(__name__)
@@ -158,6 +159,13 @@ def journal_name(documents: str, memories: str) -> str:
         return name
     digest = hashlib.sha256(f"{documents}\0{memories}".encode()).hexdigest()[:32]
     return f"pair-{digest}.jsonl"
+
+
+def is_paired(documents: Retriever, memory_collection: str) -> bool:
+    """Whether ``documents`` was opened with ``memory_collection`` as its memories
+    (by ``remy serve``, ``remy mcp`` or :class:`~.linked.LinkedDocuments`): the pair's
+    journal file exists."""
+    return Journal.of(documents, memory_collection).exists
 
 
 class Journal:

@@ -126,7 +126,12 @@ class _Plan:
 
 class LinkedDocuments:
     """Tagged documents on ``memories``' linked retriever, and the memories the rule
-    makes from them (see the module docstring)."""
+    makes from them (see the module docstring).
+
+    Opening rolls forward what a linked write interrupted by a crash left in the
+    journal; ``recover=False`` opens without writing anything (no roll forward, no
+    journal file made): for a check that must not change the store (``remy doctor``).
+    """
 
     def __init__(self, memories: MemoryStore, *, recover: bool = True) -> None:
         retriever = memories.retriever
@@ -148,7 +153,8 @@ class LinkedDocuments:
         self.memories = memories
         self.lock = threading.RLock()
         self.journal = Journal.of(retriever, memories.memories.collection)
-        self.journal.create()
+        if recover:
+            self.journal.create()
         if recover and self.journal.has_pending():
             with self._writing():
                 pass  # rolls the pending intents forward

@@ -12,19 +12,29 @@ calls returned, through the public API, never by a stored id format.
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import random
 import signal
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 from memory_crash_worker import TAG, content, open_linked
 
-from remy_retriever.memory import SOURCE_KEY, LinkedDocuments, Memory, MemoryNotFoundError
+from remy_retriever import Document, Retriever
+from remy_retriever.cli import main as cli_main
+from remy_retriever.memory import (
+    SOURCE_KEY,
+    LinkedDocuments,
+    Memory,
+    MemoryNotFoundError,
+    MemoryStore,
+)
 from remy_retriever.stores.locking import LOCK_FILE
 
 WORKER = Path(__file__).resolve().parent / "memory_crash_worker.py"
@@ -223,3 +233,61 @@ def test_writers_killed_at_random_points_leave_documents_and_memories_consistent
         finally:
             linked.memories.close()
             r.close()
+
+
+def test_doctor_finds_and_repairs_memories_that_disagree_with_their_documents(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], embedder: Any
+) -> None:
+    """Documents changed behind the memory rule's back (through the plain Retriever):
+    ``remy doctor`` reports the memory of a deleted document (orphaned), the memory of a
+    changed one (stale) and a short tagged document without one (missing), exit 1;
+    ``--repair`` fixes all three; an unrelated documents collection is never checked
+    against these memories. The real default model (the CLI rebuilds it from the
+    store's record)."""
+    store = tmp_path / "db"
+    r = Retriever(store, collection="docs", embedder=embedder)
+    memories = MemoryStore(collection="memories", retriever=r)
+    linked = LinkedDocuments(memories)
+    facts = ["Alice prefers tea", "Bob rides a bike", "Carol grows tomatoes", "Dan sails"]
+    ids = [
+        linked.add(linked.prepare(content=f, tag="team", custom_id=None, metadata=None))
+        for f in facts
+    ]
+    [orphan] = _live(linked, ids[0])
+    [stale] = _live(linked, ids[1])
+    r.delete([ids[0]])
+    r.add([replace(r.get_documents([ids[1]])[ids[1]].document, text="Bob now walks")])
+    extra = linked.prepare(content="Erin paints", tag="team", custom_id=None, metadata=None)
+    r.add([extra])
+    with Retriever(store, collection="other", embedder=embedder) as other:
+        other.add([Document(id="unrelated", text="A document of another collection.")])
+    memories.close()
+    r.close()
+
+    base = ["doctor", "--db", str(store)]
+    assert cli_main([*base, "--json"]) == 1
+    report = json.loads(capsys.readouterr().out)["memories"]
+    assert (report["orphaned"], report["stale"], report["missing"]) == (
+        [orphan.id],
+        [stale.id],
+        [extra.id],
+    )
+    assert report["ok"] is False and report["repaired"] is False
+    # Not paired with "other": its documents are not judged against these memories.
+    assert cli_main([*base, "--collection", "other"]) == 0
+    assert "memories: not checked" in capsys.readouterr().out
+    assert cli_main([*base, "--repair"]) == 0
+    assert "memory status: repaired" in capsys.readouterr().out
+    assert cli_main([*base, "--memory-collection", "memories", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["memories"]["ok"] is True
+
+    r = Retriever(store, collection="docs", embedder=embedder)
+    linked = LinkedDocuments(MemoryStore(collection="memories", retriever=r))
+    try:
+        assert _live(linked, ids[0]) == []
+        assert [m.content for m in _live(linked, ids[1])] == ["Bob now walks"]
+        assert [m.content for m in _live(linked, extra.id)] == ["Erin paints"]
+        assert [m.content for m in _live(linked, ids[2])] == [facts[2]]
+    finally:
+        linked.memories.close()
+        r.close()
