@@ -181,17 +181,12 @@ class Retriever:
 
     @property
     def local_dir(self) -> Path:
-        """The local directory that holds this store's writer lock: an embedded store's
-        own directory, else (a Chroma server) the lexical index's. Layers above the
-        facade keep their crash journals there (:mod:`remy_retriever.memory.journal`)."""
+        """The local directory of this store's writer lock (where upper layers journal)."""
         return self._sync.write_lock.path.parent
 
     @contextmanager
     def writing(self) -> Iterator[None]:
-        """Hold this store's writer lock (across threads and processes) for several
-        calls: a write made of more than one ``add``/``delete`` (the memory rule of
-        :class:`~remy_retriever.memory.LinkedDocuments`) runs alone. Re-entrant: the
-        calls inside take the lock too."""
+        """Hold the writer lock (threads, processes; re-entrant) across several calls."""
         with self._sync.write_lock:
             yield
 

@@ -98,6 +98,7 @@ MEMORY_EXPECTED = {
     "Memory",
     "MemoryContext",
     "MemoryNotFoundError",
+    "MemoryReport",
     "MemoryResult",
     "MemorySearchResponse",
     "MemoryStateError",
