@@ -42,7 +42,7 @@ import threading
 import uuid
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..errors import DocumentNotFoundError, InvalidInputError
@@ -111,17 +111,18 @@ def _visible(tag: str | None, scope: Scope) -> bool:
     return scope is None or (tag is not None and tag in scope)
 
 
-@dataclass
+@dataclass(frozen=True)
 class _Plan:
-    """What the memory rule would change for some documents (nothing written yet)."""
+    """What the memory rule would change for some documents (nothing written yet), and
+    why: the ids of the orphaned and stale memories, of the documents missing one."""
 
-    forget: list[Memory] = field(default_factory=list)
-    update: list[tuple[Memory, str, dict[str, MetadataValue]]] = field(default_factory=list)
-    add: list[tuple[str, str, dict[str, MetadataValue]]] = field(default_factory=list)
-    orphaned: list[str] = field(default_factory=list)
-    stale: list[str] = field(default_factory=list)
-    missing: list[str] = field(default_factory=list)
-    live: int = 0
+    forget: tuple[Memory, ...]
+    update: tuple[tuple[Memory, str, dict[str, MetadataValue]], ...]
+    add: tuple[tuple[str, str, dict[str, MetadataValue]], ...]
+    orphaned: tuple[str, ...]
+    stale: tuple[str, ...]
+    missing: tuple[str, ...]
+    live: int
 
 
 class LinkedDocuments:
@@ -409,30 +410,42 @@ class LinkedDocuments:
         """What the rule changes for these documents (up to :data:`_SYNC_BATCH`)."""
         stored_all = self.retriever.get_documents(ids)
         live_all = self._live_memories(ids)
-        plan = _Plan()
+        forget: list[Memory] = []
+        update: list[tuple[Memory, str, dict[str, MetadataValue]]] = []
+        add: list[tuple[str, str, dict[str, MetadataValue]]] = []
+        orphaned: list[str] = []
+        stale: list[str] = []
+        missing: list[str] = []
         for doc_id in ids:
             stored = stored_all.get(doc_id)
             tag = None if stored is None else tag_of(stored.document)
             qualifies = stored is not None and tag is not None and stored.chunk_count == 1
             keep: Memory | None = None
-            plan.live += len(live_all[doc_id])
             for memory in live_all[doc_id]:
                 if qualifies and keep is None and memory.container_tag == tag:
                     keep = memory
                 else:
-                    plan.forget.append(memory)
-                    (plan.orphaned if stored is None else plan.stale).append(memory.id)
+                    forget.append(memory)
+                    (orphaned if stored is None else stale).append(memory.id)
             if not qualifies or stored is None or tag is None:
                 continue
             meta = {**public_metadata(stored.document.metadata), SOURCE_KEY: doc_id}
             content = stored.document.text
             if keep is None:
-                plan.add.append((content, tag, meta))
-                plan.missing.append(doc_id)
+                add.append((content, tag, meta))
+                missing.append(doc_id)
             elif keep.content != content or dict(keep.metadata) != meta:
-                plan.update.append((keep, content, meta))
-                plan.stale.append(keep.id)
-        return plan
+                update.append((keep, content, meta))
+                stale.append(keep.id)
+        return _Plan(
+            forget=tuple(forget),
+            update=tuple(update),
+            add=tuple(add),
+            orphaned=tuple(orphaned),
+            stale=tuple(stale),
+            missing=tuple(missing),
+            live=sum(len(v) for v in live_all.values()),
+        )
 
     def _apply(self, plan: _Plan) -> None:
         for memory in plan.forget:
