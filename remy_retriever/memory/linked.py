@@ -37,6 +37,7 @@ whole pair (``remy doctor``).
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import uuid
@@ -45,7 +46,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..errors import DocumentNotFoundError, InvalidInputError
+from ..errors import DocumentNotFoundError, IndexLockedError, InvalidInputError
 from ..retriever import IngestReport, Retriever, StoredDocument
 from ..schema.document import CONTAINER_TAG_KEY, Document, MetadataValue, validate_document_id
 from ..schema.filters import and_where, scope_where
@@ -64,6 +65,8 @@ __all__ = [
     "public_metadata",
     "tag_of",
 ]
+
+_log = logging.getLogger(__name__)
 
 #: Document metadata key holding a supermemory ``customId``.
 CUSTOM_ID_KEY = "custom_id"
@@ -157,8 +160,13 @@ class LinkedDocuments:
         if recover:
             self.journal.create()
         if recover and self.journal.has_pending():
-            with self._writing():
-                pass  # rolls the pending intents forward
+            try:
+                with self._writing():
+                    pass  # rolls the pending intents forward
+            except IndexLockedError as exc:
+                # A live writer holds the lock (the intent may be its own): this
+                # instance's first write rolls forward whatever is left then.
+                _log.warning("memory journal not rolled forward on open: %s", exc)
 
     @contextmanager
     def _writing(self) -> Iterator[None]:

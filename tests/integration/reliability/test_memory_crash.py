@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from memory_crash_worker import TAG, content, open_linked
+from memory_crash_worker import DOCS, MEMORIES, TAG, content, open_linked
+from remy_reliability_support import TokenHashEmbedder
 
 from remy_retriever import Document, Retriever
 from remy_retriever.cli import main as cli_main
@@ -233,6 +234,40 @@ def test_writers_killed_at_random_points_leave_documents_and_memories_consistent
         finally:
             linked.memories.close()
             r.close()
+
+
+def test_an_open_beside_a_live_linked_writer_leaves_its_intent_to_it(tmp_path: Path) -> None:
+    """A second process opening the pair while a writer is inside its memory write
+    (holding the documents' writer lock, its intent in the journal) neither waits for
+    it nor rolls its live intent forward; once that writer is killed, the next write of
+    the second instance rolls the intent forward first."""
+    store, log = tmp_path / "db", tmp_path / "acks.log"
+    args = [sys.executable, str(WORKER), "add", str(store), str(log), "3", "--pause"]
+    proc = subprocess.Popen(args)
+    try:
+        deadline = time.monotonic() + 180
+        while "MEMWRITE" not in _lines(log):
+            assert proc.poll() is None and time.monotonic() < deadline, _lines(log)[-3:]
+            time.sleep(0.005)
+        r = Retriever(store, collection=DOCS, embedder=TokenHashEmbedder(), lock_timeout=0.5)
+        linked = LinkedDocuments(
+            MemoryStore(collection=MEMORIES, retriever=r, embedder=TokenHashEmbedder())
+        )
+        assert linked.journal.has_pending(), "a live writer's intent was rolled forward"
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+    _wait_until_unlocked(store)
+    try:
+        linked.add(linked.prepare(content="Fresh note", tag=TAG, custom_id=None, metadata=None))
+        assert not linked.journal.has_pending()
+        assert linked.check().ok
+    finally:
+        linked.memories.close()
+        r.close()
+    acks = Acks()
+    acks.feed(_lines(log))
+    _verify(store, acks)
 
 
 def test_doctor_finds_and_repairs_memories_that_disagree_with_their_documents(
