@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +55,7 @@ __all__ = [
     "Retriever",
     "StoredDocument",
     "list_collections",
+    "local_dir",
 ]
 
 _COLLECTION_NAME = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9._-]{1,510})[a-zA-Z0-9]")
@@ -179,16 +180,9 @@ class Retriever:
             return self._max_tokens
         return int(getattr(self.embedder, "max_tokens", 256))
 
-    @property
-    def local_dir(self) -> Path:
-        """The local directory of this store's writer lock (where upper layers journal)."""
-        return self._sync.write_lock.path.parent
-
-    @contextmanager
-    def writing(self) -> Iterator[None]:
+    def writing(self) -> AbstractContextManager[object]:
         """Hold the writer lock (threads, processes; re-entrant) across several calls."""
-        with self._sync.write_lock:
-            yield
+        return self._sync.write_lock
 
     def count(self) -> int:
         """Number of chunks stored."""
@@ -359,6 +353,13 @@ class Retriever:
         :func:`remy_retriever.search.grouped.search_documents`. Search options resolve
         as in :meth:`search` (``rerank`` is off unless asked for)."""
         return self._searches.documents(query, options, kwargs, reranker=self.reranker)
+
+
+def local_dir(retriever: Retriever) -> Path:
+    """The local directory of ``retriever``'s writer lock (an embedded store's own
+    directory, else the lexical index's), where the layers above the facade keep their
+    crash journals (:mod:`remy_retriever.memory.journal`)."""
+    return retriever._sync.write_lock.path.parent
 
 
 def list_collections(

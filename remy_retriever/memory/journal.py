@@ -26,11 +26,11 @@ The journal is JSON lines (no pickle), one intent a line, bounded: an intent ove
 rolls forward as ``reconcile``. A torn last line (no newline: the process died while
 appending it) was never committed, so no write followed it, and is ignored.
 
-It lives in :attr:`Retriever.local_dir <remy_retriever.Retriever.local_dir>` of the
-documents, under ``remy_journal/``, one file per (documents, memories) pair of
-collections; the file exists from the first time the pair is opened together, which is
-also how ``remy doctor`` knows which memory collection a documents collection is paired
-with.
+It lives in the documents' :func:`~remy_retriever.retriever.local_dir` (the store's
+directory, or with a Chroma server the lexical index's), under ``remy_journal/``, one
+file per (documents, memories) pair of collections; the file exists from the first
+time the pair is opened together, which is also how ``remy doctor`` knows which memory
+collection a documents collection is paired with.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..errors import StoreError
-from ..retriever import Retriever
+from ..retriever import Retriever, local_dir
 
 __all__ = [
     "JOURNAL_DIR",
@@ -59,7 +59,7 @@ __all__ = [
 
 _log = logging.getLogger(__name__)
 
-#: The journals' directory inside the documents' :attr:`Retriever.local_dir`.
+#: The journals' directory inside the documents' ``local_dir``.
 JOURNAL_DIR = "remy_journal"
 #: The largest intent recorded as such; a larger one is recorded as ``reconcile``.
 MAX_LINE_BYTES = 1 << 20
@@ -178,7 +178,7 @@ class Journal:
     @classmethod
     def of(cls, documents: Retriever, memory_collection: str) -> Journal:
         """The journal of ``documents`` paired with the memory collection named."""
-        directory = documents.local_dir / JOURNAL_DIR
+        directory = local_dir(documents) / JOURNAL_DIR
         return cls(directory / journal_name(documents.collection, memory_collection))
 
     @property
