@@ -10,6 +10,8 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
+from pathlib import Path
 from typing import Any
 
 import chromadb
@@ -55,6 +57,7 @@ __all__ = [
     "StoredChunk",
     "StoredDocument",
     "list_collections",
+    "local_dir",
 ]
 
 _COLLECTION_NAME = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9._-]{1,510})[a-zA-Z0-9]")
@@ -178,6 +181,10 @@ class Retriever:
         if self._max_tokens is not None:
             return self._max_tokens
         return int(getattr(self.embedder, "max_tokens", 256))
+
+    def writing(self) -> AbstractContextManager[object]:
+        """Hold the writer lock (threads, processes; re-entrant) across several calls."""
+        return self._sync.write_lock
 
     def count(self) -> int:
         """Number of chunks stored."""
@@ -362,6 +369,13 @@ class Retriever:
         :func:`remy_retriever.search.grouped.search_documents`. Search options resolve
         as in :meth:`search` (``rerank`` is off unless asked for)."""
         return self._searches.documents(query, options, kwargs, reranker=self.reranker)
+
+
+def local_dir(retriever: Retriever) -> Path:
+    """The local directory of ``retriever``'s writer lock (an embedded store's own
+    directory, else the lexical index's), where the layers above the facade keep their
+    crash journals (:mod:`remy_retriever.memory.journal`)."""
+    return retriever._sync.write_lock.path.parent
 
 
 def list_collections(

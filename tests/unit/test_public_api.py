@@ -99,6 +99,7 @@ MEMORY_EXPECTED = {
     "Memory",
     "MemoryContext",
     "MemoryNotFoundError",
+    "MemoryReport",
     "MemoryResult",
     "MemorySearchResponse",
     "MemoryStateError",
