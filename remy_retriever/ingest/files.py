@@ -41,7 +41,7 @@ from ..util.nofollow import (
     open_below,
     stat_below,
 )
-from ..util.paths import check_path, inside, printable, resolve_inside
+from ..util.paths import check_path, inside, printable, real_path, resolve_inside
 from ..util.reprs import short_repr
 from .walk import FileIssue, FolderWalk, kind_of, names_below, open_problem, too_large
 
@@ -145,7 +145,7 @@ def load_files(
     except _Fail as exc:
         msg = f"cannot ingest {printable(shown)!r}: {exc}"
         raise UnusableFileError(msg) from None
-    folder = os.path.realpath(os.path.dirname(os.path.abspath(shown)))
+    folder = real_path(os.path.dirname(os.path.abspath(shown)))
     return LoadedFiles((doc,), root=folder, present=frozenset({doc.id}))
 
 
@@ -216,14 +216,14 @@ def _check_within(within: object) -> tuple[str, ...] | None:
             f"got {type(within).__name__} {short_repr(within)}"
         )
         raise InvalidInputError(msg)
-    return tuple(os.path.realpath(check_path(root)) for root in within)
+    return tuple(real_path(check_path(root)) for root in within)
 
 
 def _locate(shown: str, within: tuple[str, ...] | None) -> _Given:
     """Where ``shown`` is, and what (raises InvalidDocumentError naming the problem)."""
     if within is None:
         try:
-            given = _Given(os.path.realpath(shown), os.stat(shown))
+            given = _Given(real_path(shown), os.stat(shown))
         except OSError as exc:
             _cannot(shown, exc)
     else:

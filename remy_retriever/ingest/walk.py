@@ -157,10 +157,10 @@ class FolderWalk:
         is inside the folder, and then reached from the folder's descriptor."""
         try:
             target = os.readlink(name, dir_fd=fd)
-        except OSError as exc:
+            real = os.path.realpath(os.path.join(self._real(names), target))
+        except OSError as exc:  # realpath too, when a link on the way changes meanwhile
             self.skip(shown, _link_problem(exc))
             return
-        real = os.path.realpath(os.path.join(self._real(names), target))
         if not inside(real, self.real):
             self.skip(
                 shown,
