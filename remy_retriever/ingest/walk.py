@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 from ..errors import UnusableFileError
 from ..loaders import loader_for
-from ..util.nofollow import FileChangedError, changed_on_the_way, open_below, stat_below
+from ..util.nofollow import another_file, changed_on_the_way, open_below, stat_below
 from ..util.paths import inside, printable
 
 __all__ = [
@@ -247,7 +247,7 @@ def names_below(root: str, real: str) -> tuple[str, ...]:
 
 def open_problem(exc: OSError) -> str:
     """Why a file could not be opened, for the report."""
-    if isinstance(exc, FileChangedError):
+    if another_file(exc):
         return _CHANGED
     if changed_on_the_way(exc):
         return _REPLACED
@@ -270,7 +270,7 @@ def kind_of(mode: int) -> str:
 
 
 def _list_problem(exc: OSError) -> str:
-    if isinstance(exc, FileChangedError):
+    if another_file(exc):
         return _CHANGED
     if changed_on_the_way(exc):
         return _REPLACED

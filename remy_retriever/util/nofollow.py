@@ -18,7 +18,7 @@ from collections.abc import Sequence
 __all__ = [
     "FILE_FLAGS",
     "FOLDER_FLAGS",
-    "FileChangedError",
+    "another_file",
     "changed_on_the_way",
     "check_same",
     "open_below",
@@ -34,10 +34,6 @@ FILE_FLAGS = _BASE | os.O_NOFOLLOW | os.O_NONBLOCK
 #: What ``open`` says when a name it may not follow is a link: ``ELOOP`` for the last name
 #: (``EMLINK`` on FreeBSD), ``ENOTDIR`` for a folder that is now a link or a file.
 _CHANGED = frozenset({errno.ELOOP, errno.EMLINK, errno.ENOTDIR})
-
-
-class FileChangedError(OSError):
-    """What was opened is not the file that was listed (another one is there now)."""
 
 
 def _one_name(name: str) -> str:
@@ -72,7 +68,7 @@ def open_below(
 
 def check_same(fd: int, same_as: os.stat_result) -> int:
     """``fd``, if it is the file ``same_as`` describes (device and inode); else ``fd``
-    is closed and :class:`FileChangedError` raised."""
+    is closed and an :class:`OSError` raised that :func:`another_file` recognises."""
     try:
         info = os.fstat(fd)
     except OSError:
@@ -80,7 +76,7 @@ def check_same(fd: int, same_as: os.stat_result) -> int:
         raise
     if (info.st_dev, info.st_ino) != (same_as.st_dev, same_as.st_ino):
         os.close(fd)
-        raise FileChangedError(errno.ESTALE, "another file is there now")
+        raise OSError(errno.ESTALE, "another file is there now")
     return fd
 
 
@@ -99,4 +95,10 @@ def stat_below(top: int, names: Sequence[str]) -> os.stat_result:
 def changed_on_the_way(exc: OSError) -> bool:
     """Did :func:`open_below` fail because a name on the way is a link (or no longer a
     folder), or another file is there, i.e. the tree changed since it was listed?"""
-    return isinstance(exc, FileChangedError) or exc.errno in _CHANGED
+    return another_file(exc) or exc.errno in _CHANGED
+
+
+def another_file(exc: OSError) -> bool:
+    """Did :func:`check_same` find another file than the one listed (``ESTALE``, also
+    what NFS says of a file replaced on the server)?"""
+    return exc.errno == errno.ESTALE
