@@ -27,6 +27,7 @@ from .errors import (
     ServerUnavailableError,
     StoreError,
     UnauthorizedError,
+    UnusableFileError,
 )
 from .memory import Memory, MemoryStore
 from .models.embeddings import Embedder, SentenceTransformerEmbedder
@@ -94,5 +95,6 @@ __all__ = [
     "StoredDocument",
     "TuneReport",
     "UnauthorizedError",
+    "UnusableFileError",
 ]
 __version__ = "0.1.0"

@@ -229,6 +229,7 @@ class Retriever:
         prune: bool = False,
         strict: bool = False,
         progress: bool | None = None,
+        within: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] | None = None,
     ) -> IngestReport:
         """Add every file under ``path`` (a folder, recursively; a file; or a list) that
         has a loader (:mod:`remy_retriever.loaders`), like a sync: ids are ``id_prefix``
@@ -236,7 +237,9 @@ class Retriever:
         ``skipped``/``failed`` and the rest are added (``strict=True``: raise at the
         first, storing nothing); ``gone`` lists the documents an earlier ingest of this
         folder added whose files are gone, and ``prune=True`` deletes them; an id held
-        by another folder or by :meth:`add` is refused (rules: :mod:`.ingest.folder`)."""
+        by another folder or by :meth:`add` is refused (rules: :mod:`.ingest.folder`).
+        ``within``: folders every path must be in, checked on what is opened (no link
+        swapped in afterwards can lead out; :func:`.ingest.files.load_files`)."""
         return ingest_paths(
             self._ingestor,
             path,
@@ -248,6 +251,7 @@ class Retriever:
             embedder=self.embedder,
             max_tokens=self.max_tokens,
             max_bytes=self.max_document_bytes,
+            within=within,
         )
 
     def delete(self, document_ids: Sequence[str]) -> int:

@@ -16,8 +16,10 @@ Guards (:class:`Guards`, from ``remy mcp``'s flags):
   a short file in the pinned container is also a memory there, linked to the document.
 - ``allowed_roots``: ``add_documents`` exists only with at least one, and reads only
   paths whose real path (``..`` and links resolved) is inside one
-  (:func:`remy_retriever.util.paths.resolve_inside`); inside a folder, links leaving
-  it are skipped by the ingest itself.
+  (:func:`remy_retriever.util.paths.resolve_inside`). The ingest checks it again on
+  what it opens (``within=``: opened from the allowed folder name by name, never
+  through a link), so a link swapped in after this check leads nowhere; inside a
+  folder, links leaving it are skipped by the ingest itself.
 
 Every failure is a :class:`~remy_retriever.errors.RemyError` whose message names the
 argument and the fix; the server turns it into a tool error result.
@@ -351,10 +353,10 @@ class RemyTools:
         real = resolve_inside(args.path, roots, base=roots[0])
         pin = self.guards.container_tag
         if self._linked is not None:
-            report = self._linked.ingest(real, tag=pin, progress=False)
+            report = self._linked.ingest(real, tag=pin, progress=False, within=roots)
         else:
             metadata = None if pin is None else {CONTAINER_TAG_KEY: pin}
-            report = self.documents.ingest(real, metadata=metadata, progress=False)
+            report = self.documents.ingest(real, metadata=metadata, progress=False, within=roots)
         structured = {
             "added": list(report.added),
             "updated": list(report.updated),

@@ -51,6 +51,7 @@ EXPECTED = {
     "StoredDocument",
     "TuneReport",
     "UnauthorizedError",
+    "UnusableFileError",
 }
 
 #: What the framework adapters may import from the core besides the package root.
