@@ -76,21 +76,15 @@ class Retriever:
         >>> r = Retriever(client=chromadb.HttpClient(host="127.0.0.1", port=8000),
         ...               collection="docs", lexical_path="./remy_lex")
 
-    Search options are :class:`~remy_retriever.schema.options.SearchOptions` (defaults chosen by
-    measurement); :meth:`tune` fits the fusion options on judged queries and stores them
-    in the collection (:attr:`search_config`), and later searches that do not set those
-    options use them. Writers on one server see each other's writes: the lexical index
-    catches up before a lexical or hybrid search (:mod:`remy_retriever.stores.sync`).
-
-    ``bm25_statistics="filter"``: BM25's N and document frequencies counted inside each
-    search's ``where``, so a tenant's scores do not reveal other tenants' terms (SECURITY.md).
-    HNSW settings: ``hnsw={"ef_construction": 64, "max_neighbors": 16, "ef_search": 100}``
-    (any subset) applies to a collection created now; an existing one must match
-    (Chroma's defaults: 100 / 16 / 100; trade-offs in benchmarks/README.md, HNSW).
-    ``reembed=True`` re-embeds every chunk with ``embedder``; without it, another model
-    than the collection's is refused (:mod:`remy_retriever.stores.identity`).
-    ``embedder_backend``: ``"torch"``, ``"onnx"``, ``"onnx-int8"`` (README); ``None``: what
-    the collection records, else ONNX int8 when the ``[onnx]`` extra is installed."""
+    Search options: :class:`~remy_retriever.schema.options.SearchOptions`; :meth:`tune`
+    stores fitted fusion options in the collection (:attr:`search_config`) for later
+    searches. Writers on one server see each other's writes (:mod:`.stores.sync`).
+    ``bm25_statistics="filter"``: BM25 statistics counted inside each search's ``where``
+    (SECURITY.md). ``hnsw={"ef_construction", "max_neighbors", "ef_search"}`` (any
+    subset) applies to a collection created now; an existing one must match.
+    ``reembed=True`` re-embeds every chunk with ``embedder``; else another model than the
+    collection's is refused (:mod:`.stores.identity`). ``embedder_backend``: ``"torch"``,
+    ``"onnx"``, ``"onnx-int8"``, or ``None`` for what the collection records (README)."""
 
     def __init__(
         self,
@@ -238,8 +232,7 @@ class Retriever:
         first, storing nothing); ``gone`` lists the documents an earlier ingest of this
         folder added whose files are gone, and ``prune=True`` deletes them; an id held
         by another folder or by :meth:`add` is refused (rules: :mod:`.ingest.folder`).
-        ``within``: folders every path must be in, checked on what is opened (no link
-        swapped in afterwards can lead out; :func:`.ingest.files.load_files`)."""
+        ``within``: folders every path must be in, checked on what is opened."""
         return ingest_paths(
             self._ingestor,
             path,
@@ -264,17 +257,15 @@ class Retriever:
         return self._sync.rebuild_lexical()
 
     def doctor(self, *, repair: bool = False) -> DoctorReport:
-        """Check (and with ``repair=True`` fix) drift between Chroma and the lexical
-        index; see :meth:`remy_retriever.stores.sync.StoreSync.doctor`. Runs by itself
-        on open after an interrupted write."""
+        """Check (``repair=True``: fix) drift between Chroma and the lexical index
+        (:meth:`.stores.sync.StoreSync.doctor`); runs on open after an interrupted write."""
         if not isinstance(repair, bool):
             msg = f"repair must be True or False, got {type(repair).__name__} {short_repr(repair)}"
             raise InvalidInputError(msg)
         return self._sync.doctor(repair=repair)
 
     def get_documents(self, document_ids: Sequence[str]) -> dict[str, StoredDocument]:
-        """The stored documents (full text, citation fields, timestamps) for these ids;
-        unknown ids are left out."""
+        """The stored documents (text, citation fields, timestamps); unknown ids left out."""
         wanted = as_list(document_ids, "get_documents()", "['guide'] (a list of document ids)")
         return self._sync.table.stored([validate_document_id(d) for d in wanted])
 
@@ -286,8 +277,7 @@ class Retriever:
         return get_chunks(self._sync.dense, chunk_ids, where=where)
 
     def document_ids(self, where: Mapping[str, Any] | None = None) -> list[str]:
-        """The ids of the documents that have a chunk matching ``where`` (all documents
-        for ``None``), sorted."""
+        """The sorted ids of the documents with a chunk matching ``where`` (``None``: all)."""
         tree = parse_where(where)
         ids: set[str] = set()
         for page in self._sync.dense.iter_all(where=to_chroma(tree), documents=False):
