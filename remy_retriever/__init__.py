@@ -22,12 +22,15 @@ from .errors import (
     MissingExtraError,
     ModelLoadError,
     NotFoundError,
+    ParseBudgetError,
+    ParserBusyError,
     RemyError,
     RerankerUnavailableError,
     ServerUnavailableError,
     StoreError,
     UnauthorizedError,
 )
+from .loaders.limits import ParseLimits
 from .memory import Memory, MemoryStore
 from .models.embeddings import Embedder, SentenceTransformerEmbedder
 from .models.onnx_embedder import OnnxEmbedder
@@ -71,6 +74,9 @@ __all__ = [
     "ModelLoadError",
     "NotFoundError",
     "OnnxEmbedder",
+    "ParseBudgetError",
+    "ParseLimits",
+    "ParserBusyError",
     "RemyError",
     "Reranker",
     "RerankerUnavailableError",

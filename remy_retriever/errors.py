@@ -25,6 +25,8 @@ __all__ = [
     "MissingExtraError",
     "ModelLoadError",
     "NotFoundError",
+    "ParseBudgetError",
+    "ParserBusyError",
     "RemyError",
     "RerankerUnavailableError",
     "ServerUnavailableError",
@@ -51,6 +53,17 @@ class InvalidFilterError(InvalidInputError):
 
 class InvalidDocumentError(InvalidInputError):
     """A document to ingest is malformed (bad id, binary text, reserved metadata key)."""
+
+
+class ParseBudgetError(InvalidDocumentError):
+    """A file is too large or too slow to parse: its loader went over the time or memory
+    budget (:class:`~remy_retriever.loaders.ParseLimits`) and was stopped. The message
+    names the file and the limit; nothing of the file is stored."""
+
+
+class ParserBusyError(RemyError):
+    """Every parsing worker is busy and the queue for them is full (HTTP 503): retry
+    later."""
 
 
 class CollectionNotFoundError(RemyError, LookupError):

@@ -22,6 +22,8 @@ _HEADING_STYLE = re.compile(r"heading\s*([1-9])", re.IGNORECASE)
 # A .docx is a zip file: refuse one whose parts would expand beyond this (a zip bomb).
 _MAX_UNPACKED_BYTES = 512 * 2**20
 _MAX_STYLE_DEPTH = 10
+# Word numbers list levels 0-8; a deeper level is indented as the deepest.
+_MAX_LIST_LEVEL = 8
 
 
 def _python_docx() -> Any:
@@ -128,11 +130,18 @@ def _list_level(paragraph: Any) -> int | None:
     num_pr = p_pr.numPr if p_pr is not None else None
     if num_pr is not None:
         ilvl = num_pr.ilvl
-        return int(ilvl.val) if ilvl is not None and ilvl.val is not None else 0
+        level = int(ilvl.val) if ilvl is not None and ilvl.val is not None else 0
+        return min(max(level, 0), _MAX_LIST_LEVEL)
     style_name = str(paragraph.style.name or "") if paragraph.style is not None else ""
     if style_name.lower().startswith("list"):
-        match = re.search(r"(\d+)\s*$", style_name)
-        return int(match.group(1)) - 1 if match else 0
+        # "List Bullet 2" is level 1: the number ending the name (read without a regular
+        # expression, which would backtrack over a long run of digits)
+        stem = style_name.rstrip()
+        digits = len(stem) - len(stem.rstrip("0123456789"))
+        if not digits:
+            return 0
+        number = int(stem[-digits:]) if digits <= 3 else _MAX_LIST_LEVEL + 1
+        return min(max(number - 1, 0), _MAX_LIST_LEVEL)
     return None
 
 
