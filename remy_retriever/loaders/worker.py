@@ -64,18 +64,6 @@ _BOOT = (
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # How long a new worker may take to start (import the loaders) before it is given up.
 _START_SECONDS = 60.0
-# Part of the memory budget one decompressed PDF stream may take.
-_STREAM_SHARE = 8
-# pypdf's own caps on what one stream may decompress to (and their defaults, once read).
-_PYPDF_LIMITS = (
-    "ZLIB_MAX_OUTPUT_LENGTH",
-    "LZW_MAX_OUTPUT_LENGTH",
-    "RUN_LENGTH_MAX_OUTPUT_LENGTH",
-    "MAX_ARRAY_BASED_STREAM_OUTPUT_LENGTH",
-    "MAX_DECLARED_STREAM_LENGTH",
-    "JBIG2_MAX_OUTPUT_LENGTH",
-)
-_PYPDF_DEFAULTS: dict[str, int] = {}
 _ERRORS: dict[str, type[InvalidInputError]] = {
     "InvalidDocumentError": InvalidDocumentError,
     "ParseBudgetError": ParseBudgetError,
@@ -346,7 +334,6 @@ def serve() -> None:
             if loader is None:
                 msg = f"cannot read {name!r}: no loader for its type"
                 raise InvalidDocumentError(msg)
-            _library_limits(name, limits)
             with _resource_limits(limits), using_limits(limits):
                 loaded = loader(data, name)
             answer = {
@@ -395,20 +382,3 @@ def _resource_limits(limits: ParseLimits) -> Iterator[None]:
 
 def _capped(value: int, hard: int) -> int:
     return value if hard == resource.RLIM_INFINITY or value < hard else hard
-
-
-def _library_limits(name: str, limits: ParseLimits) -> None:
-    """Tell pypdf the largest stream it may decompress under this budget, so that a PDF
-    stream that inflates past it is refused before it is materialised."""
-    if not name.lower().endswith(".pdf"):
-        return
-    try:
-        # lazy: pypdf is the optional 'pdf' extra; load_pdf reports it missing
-        from pypdf import filters
-    except ImportError:
-        return
-    most = limits.memory_bytes // _STREAM_SHARE
-    for setting in _PYPDF_LIMITS:
-        if hasattr(filters, setting):
-            default = _PYPDF_DEFAULTS.setdefault(setting, getattr(filters, setting))
-            setattr(filters, setting, min(default, most))
