@@ -18,6 +18,7 @@ from .errors import InvalidInputError, ServerUnavailableError, StoreError
 from .ingest.files import DEFAULT_MAX_DOCUMENT_BYTES, FileIssue
 from .ingest.folder import ingest_paths
 from .ingest.writer import Ingestor, IngestReport
+from .loaders.limits import DEFAULT_PARSE_LIMITS, ParseLimits
 from .models.embeddings import Embedder
 from .models.rerankers import Reranker, resolve_reranker
 from .schema.document import Document, MetadataValue, validate_document_id
@@ -220,6 +221,7 @@ class Retriever:
         prune: bool = False,
         strict: bool = False,
         progress: bool | None = None,
+        parse_limits: ParseLimits | None = DEFAULT_PARSE_LIMITS,
     ) -> IngestReport:
         """Add every file under ``path`` (a folder, recursively; a file; or a list) that
         has a loader (:mod:`remy_retriever.loaders`), like a sync: ids are ``id_prefix``
@@ -227,7 +229,12 @@ class Retriever:
         ``skipped``/``failed`` and the rest are added (``strict=True``: raise at the
         first, storing nothing); ``gone`` lists the documents an earlier ingest of this
         folder added whose files are gone, and ``prune=True`` deletes them; an id held
-        by another folder or by :meth:`add` is refused (rules: :mod:`.ingest.folder`)."""
+        by another folder or by :meth:`add` is refused (rules: :mod:`.ingest.folder`).
+
+        Each file is parsed in a worker process under ``parse_limits`` (a time and memory
+        budget per file, :class:`~remy_retriever.loaders.ParseLimits`): a file over it is
+        listed in ``skipped`` ("too large or too slow to parse"; with ``strict=True`` it
+        stops the ingest); ``None`` parses in this process, with no budget."""
         return ingest_paths(
             self._ingestor,
             path,
@@ -239,6 +246,7 @@ class Retriever:
             embedder=self.embedder,
             max_tokens=self.max_tokens,
             max_bytes=self.max_document_bytes,
+            parse_limits=parse_limits,
         )
 
     def delete(self, document_ids: Sequence[str]) -> int:

@@ -9,6 +9,7 @@ from ..retriever import FileIssue
 from ..schema.document import check_id_prefix
 from ..util.paths import check_paths
 from .common import PROGRESS_HELP, add_store_flags, json_object, open_retriever
+from .parsing import add_parse_flags, parse_limits
 
 __all__ = ["add_parser", "run"]
 
@@ -40,6 +41,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     parser.add_argument(
         "--progress", action=argparse.BooleanOptionalAction, default=None, help=PROGRESS_HELP
     )
+    add_parse_flags(parser)
     parser.set_defaults(run=run)
 
 
@@ -51,6 +53,7 @@ def run(args: argparse.Namespace) -> int:
     metadata = json_object(args.metadata, "--metadata")
     check_id_prefix(args.id_prefix)
     check_paths(args.paths)
+    limits = parse_limits(args)
     with open_retriever(args, create=True) as r:
         report = r.ingest(
             args.paths,
@@ -59,6 +62,7 @@ def run(args: argparse.Namespace) -> int:
             prune=args.prune,
             strict=args.strict,
             progress=args.progress,
+            parse_limits=limits,
         )
         print(
             f"added {len(report.added)}, updated {len(report.updated)}, unchanged "

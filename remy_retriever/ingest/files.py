@@ -23,7 +23,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import InvalidDocumentError, InvalidInputError
-from ..loaders import MissingExtraError, loader_for
+from ..loaders import MissingExtraError, ParseLimits, load_bytes, loader_for
+from ..loaders.limits import DEFAULT_PARSE_LIMITS
 from ..schema.document import Document, check_id_prefix
 from ..util.paths import check_path, inside, printable
 from ..util.reprs import short_repr
@@ -100,6 +101,7 @@ def load_files(
     max_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES,
     id_prefix: str | None = None,
     strict: bool = False,
+    parse_limits: ParseLimits | None = DEFAULT_PARSE_LIMITS,
 ) -> LoadedFiles:
     """Read the files under ``path`` (recursively), or the one file ``path``.
 
@@ -109,7 +111,9 @@ def load_files(
     that has a loader but cannot be used (unreadable, too large, not text, no text, a
     missing extra); unsupported types and links leaving the folder are still skipped.
     Document ids are ``id_prefix`` plus the paths relative to ``path`` (POSIX style, see
-    :func:`document_id_for`)."""
+    :func:`document_id_for`). Each file is parsed under ``parse_limits``
+    (:func:`remy_retriever.loaders.load_bytes`): one over it is left out like a file
+    that is not usable (``ParseBudgetError``'s message)."""
     shown = check_path(path)
     prefix = check_id_prefix(id_prefix)
     try:
@@ -129,13 +133,13 @@ def load_files(
         raise InvalidDocumentError(msg)
     meta = _check_metadata(metadata)
     if stat.S_ISDIR(info.st_mode):
-        return _Folder(shown, real, meta, max_bytes, prefix, strict).read()
+        return _Folder(shown, real, meta, max_bytes, prefix, strict, parse_limits).read()
     if not stat.S_ISREG(info.st_mode):
         msg = f"cannot ingest {shown!r}: it is {_kind(info.st_mode)}, not a file or folder"
         raise InvalidDocumentError(msg)
     name = os.path.basename(os.path.normpath(shown))
     try:
-        doc = _document(real, name, shown, meta, max_bytes, prefix)
+        doc = _document(real, name, shown, meta, max_bytes, prefix, parse_limits)
     except (_Skip, _Fail) as exc:
         msg = f"cannot ingest {printable(shown)!r}: {exc}"
         raise InvalidDocumentError(msg) from None
@@ -190,6 +194,7 @@ class _Folder:
     max_bytes: int
     prefix: str = ""
     strict: bool = False
+    parse_limits: ParseLimits | None = DEFAULT_PARSE_LIMITS
     skipped: list[FileIssue] = field(default_factory=list)
     failed: list[FileIssue] = field(default_factory=list)
     # (relative path, path as shown, real path, reached through a link)
@@ -204,7 +209,17 @@ class _Folder:
         docs: list[Document] = []
         for rel, shown, real in self._unique():
             try:
-                docs.append(_document(real, rel, shown, self.metadata, self.max_bytes, self.prefix))
+                docs.append(
+                    _document(
+                        real,
+                        rel,
+                        shown,
+                        self.metadata,
+                        self.max_bytes,
+                        self.prefix,
+                        self.parse_limits,
+                    )
+                )
             except _Skip as exc:
                 self.skip(shown, str(exc), error=True)
             except _Fail as exc:
@@ -311,7 +326,13 @@ def _stop(shown: str, reason: str) -> None:
 
 
 def _document(
-    real: str, rel: str, shown: str, metadata: dict[str, Any], max_bytes: int, prefix: str
+    real: str,
+    rel: str,
+    shown: str,
+    metadata: dict[str, Any],
+    max_bytes: int,
+    prefix: str,
+    parse_limits: ParseLimits | None = DEFAULT_PARSE_LIMITS,
 ) -> Document:
     """The Document for one file (raises _Skip or _Fail)."""
     doc_id = prefix + document_id_for(rel)
@@ -329,7 +350,7 @@ def _document(
         raise _Skip(msg)
     raw = _read(real, max_bytes)
     try:
-        loaded = loader(raw, name)
+        loaded = load_bytes(raw, name, limits=parse_limits)
     except (InvalidDocumentError, MissingExtraError) as exc:
         raise _Skip(str(exc)) from None
     shown_name = printable(name)
