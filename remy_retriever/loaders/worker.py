@@ -109,6 +109,7 @@ class _Worker:
         )
         self.ready = False
         self.expired = False
+        self.broken = False
 
     @property
     def alive(self) -> bool:
@@ -144,6 +145,7 @@ class _Worker:
         return dict(header)
 
     def kill(self) -> None:
+        self.broken = True
         with contextlib.suppress(OSError):  # already gone
             self.proc.kill()
 
@@ -216,6 +218,7 @@ class ParserPool:
         kind, message = header.get("error"), str(header.get("message", ""))
         if kind == "MemoryError":
             worker.kill()  # its heap may be in any state: a fresh worker takes the next file
+            worker.proc.wait()
             raise ParseBudgetError(
                 _over(name, limits, f"over {limits.memory_bytes / 2**20:,.0f} MiB of memory")
             )
@@ -255,7 +258,7 @@ class ParserPool:
 
     def _checkin(self, worker: _Worker) -> None:
         with self._lock:
-            if worker.alive and not self._closed:
+            if worker.alive and not worker.broken and not self._closed:
                 self._idle.append(worker)
                 self._lock.notify()
                 return
