@@ -134,7 +134,16 @@ class _Worker:
         assert self.proc.stdin is not None and self.proc.stdout is not None
         stdin, stdout = self.proc.stdin, self.proc.stdout
         if not self.ready:
-            self._timed(_START_SECONDS, lambda: _read(stdout))
+            try:
+                self._timed(_START_SECONDS, lambda: _read(stdout))
+            except _Dead:
+                self.kill()
+                code = self.proc.wait()
+                msg = (
+                    f"cannot parse {name!r}: the parsing process did not start (exit status "
+                    f"{code}); see its error above, on stderr"
+                )
+                raise InvalidDocumentError(msg) from None
             self.ready = True
         request = {"name": name, "seconds": limits.seconds, "memory": limits.memory_bytes}
         try:
@@ -295,16 +304,19 @@ def _search_path() -> list[str]:
 
 
 _SHARED: ParserPool | None = None
+_SHARED_PID = 0
 _SHARED_LOCK = threading.Lock()
 
 
 def shared_pool() -> ParserPool:
     """The pool :func:`~remy_retriever.loaders.load_bytes` uses by default: one worker
     per core, started on first use, stopped at exit."""
-    global _SHARED
+    global _SHARED, _SHARED_PID
     with _SHARED_LOCK:
-        if _SHARED is None or _SHARED._closed:
+        # a forked child must not share its parent's workers (their pipes are shared)
+        if _SHARED is None or _SHARED._closed or os.getpid() != _SHARED_PID:
             _SHARED = ParserPool(workers=max(2, os.cpu_count() or 2))
+            _SHARED_PID = os.getpid()
             atexit.register(_SHARED.close)
         return _SHARED
 
