@@ -35,7 +35,14 @@ from .memory import Memory, MemoryStore
 from .models.embeddings import Embedder, SentenceTransformerEmbedder
 from .models.onnx_embedder import OnnxEmbedder
 from .models.rerankers import CrossEncoderReranker, Reranker
-from .retriever import DoctorReport, FileIssue, IngestReport, Retriever, StoredDocument
+from .retriever import (
+    DoctorReport,
+    FileIssue,
+    IngestReport,
+    Retriever,
+    StoredChunk,
+    StoredDocument,
+)
 from .schema.document import Document
 from .schema.hits import BranchExplain, Citation, Match, SearchExplain, SearchHit
 from .schema.options import SearchOptions
@@ -89,6 +96,7 @@ __all__ = [
     "SentenceTransformerEmbedder",
     "ServerUnavailableError",
     "StoreError",
+    "StoredChunk",
     "StoredDocument",
     "TuneReport",
     "UnauthorizedError",

@@ -28,6 +28,7 @@ from .schema.options import SearchOptions, check_int
 from .schema.records import document_id_of
 from .schema.validation import as_list
 from .search.calibration import ScoredHit
+from .search.chunks import StoredChunk, get_chunks
 from .search.entry import Searches
 from .search.pipeline import SearchPipeline
 from .search.tuning import TuneReport, collect, fit
@@ -52,6 +53,7 @@ __all__ = [
     "FileIssue",
     "IngestReport",
     "Retriever",
+    "StoredChunk",
     "StoredDocument",
     "list_collections",
 ]
@@ -272,6 +274,13 @@ class Retriever:
         unknown ids are left out."""
         wanted = as_list(document_ids, "get_documents()", "['guide'] (a list of document ids)")
         return self._sync.table.stored([validate_document_id(d) for d in wanted])
+
+    def get_chunks(
+        self, chunk_ids: Sequence[str], *, where: Mapping[str, Any] | None = None
+    ) -> dict[str, StoredChunk]:
+        """The stored chunks (text, citation, metadata, the ids either side) for these
+        chunk ids, read live, those matching ``where`` only; others are left out."""
+        return get_chunks(self._sync.dense, chunk_ids, where=where)
 
     def document_ids(self, where: Mapping[str, Any] | None = None) -> list[str]:
         """The ids of the documents that have a chunk matching ``where`` (all documents

@@ -5,6 +5,10 @@ command runs. Without an API key (``--api-key``, or ``REMY_API_KEYS``: keys sepa
 spaces) the server answers anyone who can reach it, so it then listens on loopback only
 and refuses another ``--host``. ``--reranker PATH`` (else ``REMY_RERANK_MODEL``) is
 loaded at start-up; one that cannot be loaded stops the server before it listens.
+
+The listener (:mod:`.listener`, shared with ``remy mcp``) refuses a foreign ``Host`` and a
+state-changing request from another web origin, times out slow headers and bodies, caps
+connections, and bounds the requests in flight, per key and in all.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from .common import (
     open_linked_stores,
     startup_reranker,
 )
+from .listener import add_listener_flags, listen, policy_from_args
 from .parsing import add_parse_flags, parse_limits
 
 __all__ = ["add_parser", "check_host", "run"]
@@ -65,6 +70,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         choices=["debug", "info", "warning"],
         help="uvicorn's log level (request lines at info)",
     )
+    add_listener_flags(parser, request_limits=True)
     parser.set_defaults(run=run)
 
 
@@ -78,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
     """Run ``remy serve`` until interrupted."""
     try:
         # lazy: FastAPI and uvicorn are the optional `server` extra.
-        import uvicorn
+        import uvicorn  # noqa: F401 - only to say what is missing, before a store opens
 
         # lazy: the server package imports FastAPI.
         from ..http_api import DEFAULT_MAX_BODY_BYTES, KeyRing, Service, create_app, parse_api_key
@@ -92,6 +98,7 @@ def run(args: argparse.Namespace) -> int:
     keys = KeyRing(parse_api_key(s) for s in specs)
     host = check_listener(args.host, keys=keys.required)
     check_port(args.port)
+    policy = policy_from_args(args, host=host, keys=keys.required)
     limit = DEFAULT_MAX_BODY_BYTES if args.max_body_bytes is None else args.max_body_bytes
     if limit < 1024:
         msg = f"--max-body-bytes must be at least 1024, got {limit}"
@@ -112,7 +119,7 @@ def run(args: argparse.Namespace) -> int:
     auth = f"{len(specs)} API key(s)" if specs else "no API key (loopback only)"
     print(f"remy serve: {where} ({auth}); OpenAPI at {where}/openapi.json", flush=True)
     try:
-        uvicorn.run(app, host=host, port=args.port, log_level=args.log_level)
+        listen(app, host=host, port=args.port, policy=policy, log_level=args.log_level)
     finally:
         parsers.close()
         memories.close()

@@ -51,6 +51,7 @@ from ..supermemory.responses import DocumentSearchResponse, MemorySearchResponse
 from ..util.reprs import short_repr
 from . import wire
 from .auth import AccessDeniedError, KeyRing, NotFoundError, Principal, UnauthorizedError
+from .limits import JsonLimits
 from .service import Service
 from .shapes import one_tag
 
@@ -281,6 +282,7 @@ def create_app(
 
     _install_errors(app)
     _install_openapi(app)
+    app.add_middleware(JsonLimits)  # inside the body limit: it reads a limited body
     app.add_middleware(_BodyLimit, max_bytes=max_body_bytes)
     return app
 

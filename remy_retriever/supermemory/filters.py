@@ -40,14 +40,14 @@ The tree may also arrive as a JSON string (supermemory accepts both). Bad trees 
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from ..errors import InvalidFilterError
+from ..errors import InvalidFilterError, InvalidInputError
 from ..schema.filters import MAX_DEPTH, MAX_LIST_VALUES, parse_where
+from ..util.json_limits import loads_limited
 from ..util.reprs import short_repr
 
 __all__ = ["FILTER_TYPES", "NUMERIC_OPERATORS", "ValuesOf", "where_from_filters"]
@@ -79,9 +79,9 @@ def where_from_filters(tree: object, *, values: ValuesOf | None = None) -> dict[
         if not tree.strip():
             return None
         try:
-            tree = json.loads(tree)
-        except ValueError as exc:
-            msg = f"filters is a string but not JSON ({exc}); send the filter tree as an object"
+            tree = loads_limited(tree, what="filters (a JSON string)")
+        except InvalidInputError as exc:
+            msg = f"{exc}; send the filter tree as an object"
             raise InvalidFilterError(msg) from None
     if not isinstance(tree, Mapping):
         msg = (

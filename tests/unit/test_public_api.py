@@ -50,6 +50,7 @@ EXPECTED = {
     "SentenceTransformerEmbedder",
     "ServerUnavailableError",
     "StoreError",
+    "StoredChunk",
     "StoredDocument",
     "TuneReport",
     "UnauthorizedError",
