@@ -231,12 +231,9 @@ class Retriever:
         ``skipped``/``failed`` and the rest are added (``strict=True``: raise at the
         first, storing nothing); ``gone`` lists the documents an earlier ingest of this
         folder added whose files are gone, and ``prune=True`` deletes them; an id held
-        by another folder or by :meth:`add` is refused (rules: :mod:`.ingest.folder`).
-
-        Each file is parsed in a worker process under ``parse_limits`` (a time and memory
-        budget per file, :class:`~remy_retriever.loaders.ParseLimits`): a file over it is
-        listed in ``skipped`` ("too large or too slow to parse"; with ``strict=True`` it
-        stops the ingest); ``None`` parses in this process, with no budget."""
+        by another folder or by :meth:`add` is refused (rules: :mod:`.ingest.folder`);
+        a file over ``parse_limits`` (:class:`ParseLimits`, the budget per file of the
+        worker that parses it; ``None``: none, here) is skipped as too large or too slow."""
         return ingest_paths(
             self._ingestor,
             path,
