@@ -173,6 +173,8 @@ class Watched:
             self.peak = max([self.peak, *(_peak_rss(pid) for pid in _children())])
         parse.join(limits.seconds + SLACK_S)
         ticker.join()
+        # a worker that answered is still alive: its peak, however fast it was
+        self.peak = max([self.peak, *(_peak_rss(pid) for pid in _children())])
         self.seconds = time.monotonic() - start
         self.finished = not parse.is_alive()
 
@@ -226,10 +228,11 @@ def test_each_bomb_finishes_within_its_budget_with_a_clear_error(
     assert watched.finished, f"{bomb} still parsing {BUDGET.seconds + SLACK_S:g} s after start"
     outcome = watched.outcome
     if bomb in REFUSED:
-        assert _is_budget_error(outcome, name, BUDGET), repr(outcome)
+        assert _is_budget_error(outcome, name, BUDGET), _short(outcome)
     else:
-        assert isinstance(outcome, LoadedText) or _is_budget_error(outcome, name, BUDGET), outcome
-    assert 0 < watched.peak <= BUDGET.memory_bytes
+        ok = isinstance(outcome, LoadedText) or _is_budget_error(outcome, name, BUDGET)
+        assert ok, _short(outcome)
+    assert watched.peak <= BUDGET.memory_bytes
     assert watched.ticks > 0  # the caller's other threads ran meanwhile
 
 
@@ -239,7 +242,7 @@ def test_a_parse_over_the_time_budget_is_stopped_and_the_next_file_is_read(
     limits = ParseLimits(seconds=0.2, memory_bytes=256 * MIB)
     watched = Watched(pool, deep_menus_html(40_000), "menus.html", limits)
     assert watched.finished
-    assert _is_budget_error(watched.outcome, "menus.html", limits), repr(watched.outcome)
+    assert _is_budget_error(watched.outcome, "menus.html", limits), _short(watched.outcome)
     assert "over 0.2 s" in str(watched.outcome)
     # the killed worker is replaced: the next file is read
     assert load_bytes(b"# Fine\n\ntext", "fine.md", pool=pool).title == "Fine"
@@ -249,13 +252,13 @@ def test_a_parse_over_the_memory_budget_is_stopped_under_it(pool: ParserPool) ->
     limits = ParseLimits(seconds=60, memory_bytes=160 * MIB)
     watched = Watched(pool, many_tags_html(), "tags.html", limits)
     assert watched.finished
-    assert _is_budget_error(watched.outcome, "tags.html", limits), repr(watched.outcome)
+    assert _is_budget_error(watched.outcome, "tags.html", limits), _short(watched.outcome)
     assert 0 < watched.peak <= limits.memory_bytes
     assert load_bytes(b"<p>after</p>", "after.html", pool=pool).text == "after"
 
 
 def test_other_files_are_read_while_a_bomb_is_parsed(pool: ParserPool) -> None:
-    limits = ParseLimits(seconds=3, memory_bytes=256 * MIB)
+    limits = ParseLimits(seconds=1, memory_bytes=256 * MIB)
     outcome: list[object] = []
     bomb = threading.Thread(
         target=lambda: outcome.append(
@@ -268,7 +271,11 @@ def test_other_files_are_read_while_a_bomb_is_parsed(pool: ParserPool) -> None:
     bomb.join(limits.seconds + SLACK_S)
     assert read == [f"Doc {i}" for i in range(5)]
     assert still_running  # the small files did not wait for the bomb
-    assert _is_budget_error(outcome[0], "m.html", limits), repr(outcome)
+    assert _is_budget_error(outcome[0], "m.html", limits), _short(outcome[0])
+
+
+def _short(outcome: object) -> str:
+    return repr(outcome)[:300]
 
 
 def _catch(call: Callable[[], Any]) -> object:
@@ -301,8 +308,9 @@ def test_random_bytes_with_each_extension_fail_cleanly_within_the_budget(
         watched = Watched(pool, data, name, limits)
         assert watched.finished, name
         outcome = watched.outcome
-        assert isinstance(outcome, (LoadedText, InvalidDocumentError)), (name, outcome)
-        assert not isinstance(outcome, InvalidDocumentError) or name in str(outcome), outcome
+        assert isinstance(outcome, (LoadedText, InvalidDocumentError)), (name, _short(outcome))
+        named = not isinstance(outcome, InvalidDocumentError) or name in str(outcome)
+        assert named, _short(outcome)
 
 
 def test_nothing_of_a_file_over_its_budget_is_stored(tmp_path: Path) -> None:
