@@ -22,6 +22,8 @@ from .errors import (
     MissingExtraError,
     ModelLoadError,
     NotFoundError,
+    ParseBudgetError,
+    ParserBusyError,
     RemyError,
     RerankerUnavailableError,
     ServerUnavailableError,
@@ -29,6 +31,7 @@ from .errors import (
     UnauthorizedError,
     UnusableFileError,
 )
+from .loaders.limits import ParseLimits
 from .memory import Memory, MemoryStore
 from .models.embeddings import Embedder, SentenceTransformerEmbedder
 from .models.onnx_embedder import OnnxEmbedder
@@ -79,6 +82,9 @@ __all__ = [
     "ModelLoadError",
     "NotFoundError",
     "OnnxEmbedder",
+    "ParseBudgetError",
+    "ParseLimits",
+    "ParserBusyError",
     "RemyError",
     "Reranker",
     "RerankerUnavailableError",

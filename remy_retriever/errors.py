@@ -25,6 +25,8 @@ __all__ = [
     "MissingExtraError",
     "ModelLoadError",
     "NotFoundError",
+    "ParseBudgetError",
+    "ParserBusyError",
     "RemyError",
     "RerankerUnavailableError",
     "ServerUnavailableError",
@@ -59,6 +61,17 @@ class UnusableFileError(InvalidDocumentError):
     text, too large, a damaged file, a missing extra, or changed while it was read.
     Raised for a file named directly and by ``strict=True``; in a folder such a file is
     listed in ``IngestReport.failed`` instead (``remy ingest`` exits 1 for either)."""
+
+
+class ParseBudgetError(UnusableFileError):
+    """A file is too large or too slow to parse: its loader went over the time or memory
+    budget (:class:`~remy_retriever.loaders.ParseLimits`) and was stopped. The message
+    names the file and the limit; nothing of the file is stored."""
+
+
+class ParserBusyError(RemyError):
+    """Every parsing worker is busy and the queue for them is full (HTTP 503): retry
+    later."""
 
 
 class CollectionNotFoundError(RemyError, LookupError):

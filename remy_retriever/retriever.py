@@ -20,6 +20,7 @@ from .errors import InvalidInputError, ServerUnavailableError, StoreError
 from .ingest.files import DEFAULT_MAX_DOCUMENT_BYTES, FileIssue
 from .ingest.folder import ingest_paths
 from .ingest.writer import Ingestor, IngestReport
+from .loaders.limits import DEFAULT_PARSE_LIMITS, ParseLimits
 from .models.embeddings import Embedder
 from .models.rerankers import Reranker, resolve_reranker
 from .schema.document import Document, MetadataValue, validate_document_id
@@ -224,15 +225,13 @@ class Retriever:
         strict: bool = False,
         progress: bool | None = None,
         within: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] | None = None,
+        parse_limits: ParseLimits | None = DEFAULT_PARSE_LIMITS,
     ) -> IngestReport:
-        """Add every file under ``path`` (a folder, recursively; a file; or a list) that
-        has a loader (:mod:`remy_retriever.loaders`), like a sync: ids are ``id_prefix``
-        plus the paths relative to the folder; a file that cannot be used is listed in
-        ``skipped``/``failed`` and the rest are added (``strict=True``: raise at the
-        first, storing nothing); ``gone`` lists the documents an earlier ingest of this
-        folder added whose files are gone, and ``prune=True`` deletes them; an id held
-        by another folder or by :meth:`add` is refused (rules: :mod:`.ingest.folder`).
-        ``within``: folders every path must be in, checked on what is opened."""
+        """Add every file under ``path`` (folder, file or list) that has a loader, like a
+        sync (rules: :mod:`.ingest.folder`): ids are ``id_prefix`` plus relative paths;
+        unusable files go to ``skipped``/``failed`` (``strict=True``: raise, store
+        nothing); ``prune=True`` deletes the ``gone`` documents. ``within``: folders every
+        path must be in; ``parse_limits``: the budget per file (``None``: none)."""
         return ingest_paths(
             self._ingestor,
             path,
@@ -245,6 +244,7 @@ class Retriever:
             max_tokens=self.max_tokens,
             max_bytes=self.max_document_bytes,
             within=within,
+            parse_limits=parse_limits,
         )
 
     def delete(self, document_ids: Sequence[str]) -> int:

@@ -20,6 +20,7 @@ from ..retriever import FileIssue
 from ..schema.document import check_id_prefix
 from ..util.paths import check_paths
 from .common import PROGRESS_HELP, add_store_flags, json_object, open_retriever, terminal_safe
+from .parsing import add_parse_flags, parse_limits
 
 __all__ = ["EXIT_FAILED", "add_parser", "run"]
 
@@ -57,6 +58,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     parser.add_argument(
         "--progress", action=argparse.BooleanOptionalAction, default=None, help=PROGRESS_HELP
     )
+    add_parse_flags(parser)
     parser.set_defaults(run=run)
 
 
@@ -69,6 +71,7 @@ def run(args: argparse.Namespace) -> int:
     metadata = json_object(args.metadata, "--metadata")
     check_id_prefix(args.id_prefix)
     check_paths(args.paths)
+    limits = parse_limits(args)
     with open_retriever(args, create=True) as r:
         try:
             report = r.ingest(
@@ -78,6 +81,7 @@ def run(args: argparse.Namespace) -> int:
                 prune=args.prune,
                 strict=args.strict,
                 progress=args.progress,
+                parse_limits=limits,
             )
         except UnusableFileError as exc:  # a file named directly, or --strict
             print(f"remy: error: {terminal_safe(str(exc))}", file=sys.stderr)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 
 from ..errors import InvalidInputError
+from ..loaders import ParserPool
 from .common import (
     add_api_key_flag,
     add_bm25_statistics_flag,
@@ -33,6 +34,7 @@ from .common import (
     startup_reranker,
 )
 from .listener import add_listener_flags, listen, policy_from_args
+from .parsing import add_parse_flags, parse_limits
 
 __all__ = ["add_parser", "check_host", "run"]
 
@@ -53,6 +55,21 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     add_bm25_statistics_flag(parser, boundary="when an --api-key is bound to tags")
     parser.add_argument(
         "--max-body-bytes", type=int, default=None, help="largest request body (16 MiB)"
+    )
+    add_parse_flags(parser)
+    parser.add_argument(
+        "--parse-workers",
+        type=int,
+        default=2,
+        metavar="N",
+        help="processes that parse uploads (default %(default)s)",
+    )
+    parser.add_argument(
+        "--parse-queue",
+        type=int,
+        default=8,
+        metavar="N",
+        help="uploads that may wait for a parsing process; one more gets 503 (default %(default)s)",
     )
     parser.add_argument(
         "--log-level",
@@ -94,6 +111,8 @@ def run(args: argparse.Namespace) -> int:
     if limit < 1024:
         msg = f"--max-body-bytes must be at least 1024, got {limit}"
         raise InvalidInputError(msg)
+    limits = parse_limits(args)
+    parsers = ParserPool(workers=args.parse_workers, queue=args.parse_queue)
     reranker = startup_reranker(args)  # before any store is opened or created
     bound = any(key.tags is not None for key in parsed)
     statistics = bm25_statistics(args, boundary=bound)
@@ -101,13 +120,20 @@ def run(args: argparse.Namespace) -> int:
         args, create=True, reranker=reranker, statistics=statistics
     )
     assert memories is not None  # created
-    app = create_app(Service(retriever, memories), keys, max_body_bytes=limit)
+    app = create_app(
+        Service(retriever, memories),
+        keys,
+        max_body_bytes=limit,
+        parser=parsers,
+        parse_limits=limits,
+    )
     where = f"http://{host}:{args.port}"
     auth = f"{len(specs)} API key(s)" if specs else "no API key (loopback only)"
     print(f"remy serve: {where} ({auth}); OpenAPI at {where}/openapi.json", flush=True)
     try:
         listen(app, host=host, port=args.port, policy=policy, log_level=args.log_level)
     finally:
+        parsers.close()
         memories.close()
         retriever.close()
     return 0

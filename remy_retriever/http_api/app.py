@@ -7,16 +7,19 @@ error is JSON, ``{"error": ..., "details": ...}``: 400 for a bad request (``deta
 lists the fields at fault), 401 without a valid key, 403 for a container tag the key may
 not use, 404 for what does not exist (or is in another container), 413 for a body over
 the limit, 503 when the store is busy; a model the request needs but the server cannot
-load (``rerank`` without a reranker) is a 400; a bug answers 500 with a generic message,
-and the traceback goes to the server's log only.
+load (``rerank`` without a reranker) is a 400, and an upload when every parsing
+worker is busy and the queue for them full is a 503 with ``Retry-After``; a bug
+answers 500 with a generic message, and the traceback goes to the server's log only.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from contextlib import AbstractAsyncContextManager
 from typing import Annotated, Any, cast
 
 from fastapi import Depends, FastAPI, File, Form, Request, UploadFile
@@ -33,7 +36,15 @@ from ..errors import (
     RemyError,
     RerankerUnavailableError,
 )
-from ..loaders import MissingExtraError, loader_for
+from ..loaders import (
+    MissingExtraError,
+    ParseLimits,
+    ParserBusyError,
+    ParserPool,
+    load_bytes,
+    loader_for,
+)
+from ..loaders.limits import DEFAULT_PARSE_LIMITS
 from ..memory import DocumentNotFoundError, MemoryNotFoundError, wire_document_id
 from ..schema.document import Document
 from ..supermemory.responses import DocumentSearchResponse, MemorySearchResponse
@@ -48,6 +59,11 @@ __all__ = ["DEFAULT_MAX_BODY_BYTES", "create_app"]
 
 #: Largest request body (JSON or upload) by default: 16 MiB.
 DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024
+#: Processes that parse uploads by default, and uploads that may wait for one.
+PARSE_WORKERS = 2
+PARSE_QUEUE = 8
+#: Seconds a client is told to wait (``Retry-After``) when every parser is busy.
+PARSE_RETRY_AFTER = 5
 _log = logging.getLogger("remy.serve")
 
 #: How to give ``remy serve`` the cross-encoder that ``rerank: true`` needs.
@@ -63,7 +79,7 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
         (403, "Container tag not allowed for this key"),
         (404, "Not found"),
         (413, "Request body too large"),
-        (503, "Store busy; retry"),
+        (503, "Store busy, or every upload parser busy; retry (after Retry-After seconds)"),
     )
 }
 Json = dict[str, Any]
@@ -79,9 +95,20 @@ Caller = Annotated[Principal, Depends(_principal)]
 
 
 def create_app(
-    service: Service, keys: KeyRing, *, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    service: Service,
+    keys: KeyRing,
+    *,
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    parser: ParserPool | None = None,
+    parse_limits: ParseLimits = DEFAULT_PARSE_LIMITS,
 ) -> FastAPI:
-    """The application serving ``service`` to callers holding one of ``keys``."""
+    """The application serving ``service`` to callers holding one of ``keys``.
+
+    Uploads are parsed in ``parser``'s worker processes (by default a pool of its own:
+    :data:`PARSE_WORKERS` workers, :data:`PARSE_QUEUE` uploads waiting, stopped with the
+    app), each under ``parse_limits``: a request thread only waits for its file, and an
+    upload arriving when the queue is full is a 503 with ``Retry-After``."""
+    parsers = parser if parser is not None else ParserPool(workers=PARSE_WORKERS, queue=PARSE_QUEUE)
     app = FastAPI(
         title="remy-retriever",
         version="0.1.0",
@@ -90,6 +117,7 @@ def create_app(
             "document search, memories), plus remy's own search at /v1/search."
         ),
         responses=_ERRORS,
+        lifespan=_closing(parsers if parser is None else None),
     )
     app.state.keys = keys
 
@@ -169,8 +197,7 @@ def create_app(
         use_advanced_processing: Annotated[str | None, Form(alias="useAdvancedProcessing")] = None,
     ) -> Json:
         name = os.path.basename(file.filename or "") or "upload.txt"
-        loader = loader_for(name)
-        if loader is None:
+        if loader_for(name) is None:
             msg = (
                 f"cannot read {short_repr(name)}: no loader for its suffix; upload a .pdf, "
                 ".html, .docx, .md or .txt file"
@@ -178,7 +205,7 @@ def create_app(
             raise InvalidInputError(msg)
         data = file.file.read()
         try:
-            loaded = loader(data, name)
+            loaded = load_bytes(data, name, limits=parse_limits, pool=parsers)
         except MissingExtraError as exc:
             raise InvalidInputError(str(exc)) from None
         tags = _tag_list(container_tags)
@@ -267,6 +294,20 @@ def create_app(
     return app
 
 
+def _closing(pool: ParserPool | None) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
+    """The app's lifespan: stop ``pool``'s workers when the app stops."""
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            if pool is not None:
+                pool.close()
+
+    return lifespan
+
+
 def _tag_list(raw: str | None) -> list[str] | None:
     """``containerTags`` of an upload: a JSON list or one tag."""
     if raw is None or not raw.strip():
@@ -342,6 +383,10 @@ def _install_errors(app: FastAPI) -> None:
             return _error(400, f"this server cannot do that: {exc}")
         if isinstance(exc, IndexLockedError):
             return _error(503, f"the store is busy: {exc}")
+        if isinstance(exc, ParserBusyError):
+            response = _error(503, f"the server is busy parsing uploads: {exc}")
+            response.headers["Retry-After"] = str(PARSE_RETRY_AFTER)
+            return response
         _log.error("request failed", exc_info=exc)
         return _error(500, "internal error: the store failed; see the server log")
 

@@ -31,7 +31,8 @@ from functools import partial
 from typing import Any, NoReturn
 
 from ..errors import InvalidDocumentError, InvalidInputError, UnusableFileError
-from ..loaders import MissingExtraError, loader_for
+from ..loaders import MissingExtraError, ParseLimits, load_bytes, loader_for
+from ..loaders.limits import DEFAULT_PARSE_LIMITS
 from ..schema.document import Document, check_id_prefix
 from ..util.nofollow import (
     FILE_FLAGS,
@@ -109,6 +110,7 @@ def load_files(
     id_prefix: str | None = None,
     strict: bool = False,
     within: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] | None = None,
+    parse_limits: ParseLimits | None = DEFAULT_PARSE_LIMITS,
 ) -> LoadedFiles:
     """Read the files under ``path`` (recursively), or the one file ``path``.
 
@@ -120,7 +122,9 @@ def load_files(
     ``path`` must be in (real paths compared, ``..`` and links resolved), opened from
     them name by name without following a link, so that a link swapped in after this
     check is refused as well. Document ids are ``id_prefix`` plus the paths relative to
-    ``path`` (POSIX style, see :func:`document_id_for`)."""
+    ``path`` (POSIX style, see :func:`document_id_for`). Each file is parsed under
+    ``parse_limits`` (:func:`remy_retriever.loaders.load_bytes`): one over it fails
+    (:class:`~remy_retriever.errors.ParseBudgetError`'s message)."""
     shown = check_path(path)
     prefix = check_id_prefix(id_prefix)
     given = _locate(shown, _check_within(within))
@@ -131,14 +135,16 @@ def load_files(
         except OSError as exc:
             top = exc
         try:
-            return _read_folder(top, shown, given.real, meta, max_bytes, prefix, strict)
+            return _read_folder(
+                top, shown, given.real, meta, max_bytes, prefix, strict, parse_limits
+            )
         finally:
             if isinstance(top, int):
                 os.close(top)
     name = os.path.basename(os.path.normpath(shown))
     opener = partial(given.open, shown, folder=False)
     try:
-        doc = _document(opener, name, shown, meta, max_bytes, prefix)
+        doc = _document(opener, name, shown, meta, max_bytes, prefix, parse_limits)
     except _Skip as exc:
         msg = f"cannot ingest {printable(shown)!r}: {exc}"
         raise InvalidDocumentError(msg) from None
@@ -178,6 +184,7 @@ def _read_folder(
     max_bytes: int,
     prefix: str,
     strict: bool,
+    parse_limits: ParseLimits | None,
 ) -> LoadedFiles:
     """Walk the folder (``top``: its descriptor, or why it could not be opened), then
     read each file found, from a descriptor the walk opens."""
@@ -186,7 +193,9 @@ def _read_folder(
     for found in walk.walk(top, shown):
         try:
             opener = partial(walk.open, found)
-            docs.append(_document(opener, found.rel, found.shown, metadata, max_bytes, prefix))
+            docs.append(
+                _document(opener, found.rel, found.shown, metadata, max_bytes, prefix, parse_limits)
+            )
         except _Skip as exc:
             walk.skip(found.shown, str(exc))
         except _Fail as exc:
@@ -308,6 +317,7 @@ def _document(
     metadata: dict[str, Any],
     max_bytes: int,
     prefix: str,
+    parse_limits: ParseLimits | None = DEFAULT_PARSE_LIMITS,
 ) -> Document:
     """The Document for one file, read from the descriptor ``opener`` gives (raises
     _Skip or _Fail)."""
@@ -326,7 +336,7 @@ def _document(
         raise _Skip(msg)
     raw = _read(opener, max_bytes)
     try:
-        loaded = loader(raw, name)
+        loaded = load_bytes(raw, name, limits=parse_limits)
     except (InvalidDocumentError, MissingExtraError) as exc:
         raise _Fail(str(exc)) from None
     shown_name = printable(name)
