@@ -195,14 +195,12 @@ def convert(
         }
         pending.append((piece, fields))
     assigned = assign_ids([piece for piece, _ in pending])
-    out: list[Document] = []
-    derived: set[str] = set()
-    for doc_id, (piece, fields) in zip(assigned, pending):
-        if piece.given is None:
-            if doc_id in derived:
-                continue  # the same piece twice (same id, same content): stored once
-            derived.add(doc_id)
-        out.append(Document(id=doc_id, **fields))
+    last = {doc_id: i for i, (doc_id, (p, _)) in enumerate(zip(assigned, pending)) if not p.given}
+    out = [
+        Document(id=doc_id, **fields)
+        for i, (doc_id, (piece, fields)) in enumerate(zip(assigned, pending))
+        if piece.given or last[doc_id] == i  # the same piece twice: stored once
+    ]
     return out, assigned
 
 

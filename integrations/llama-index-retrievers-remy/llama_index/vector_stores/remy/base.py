@@ -295,9 +295,14 @@ class RemyVectorStore(BasePydanticVectorStore):
                 else {"li_node_id": node_filter}
             )
         hits = self._retriever.search(query.query_str, **options)
+        # The user metadata from the document records, which hold it exactly (a search
+        # hit's copy can come back with a float off in its last digit).
+        stored = self._retriever.get_documents(list({h.citation.document_id for h in hits}))
         nodes: list[BaseNode] = []
         for hit in hits:
-            node = hit_to_node(replace(hit, metadata=_user_metadata(hit.metadata))).node
+            found = stored.get(hit.citation.document_id)
+            own = found.document.metadata if found is not None else hit.metadata
+            node = hit_to_node(replace(hit, metadata=_user_metadata(own))).node
             assert isinstance(node, TextNode)
             nodes.append(_restore(node, hit.metadata, hit.citation.chunk_count))
         return VectorStoreQueryResult(

@@ -228,14 +228,12 @@ def to_remy_documents(items: Iterable[BaseNode]) -> list[Document]:
 
 
 def unique_documents(pending: list[tuple[Piece, dict[str, Any]]]) -> list[Document]:
-    """One remy document per piece, under the ids :func:`assign_ids` gives; a piece
-    identical to one before it (same derived id) is left out."""
-    out: list[Document] = []
-    derived: set[str] = set()
-    for doc_id, (piece, fields) in zip(assign_ids([p for p, _ in pending]), pending):
-        if piece.given is None:
-            if doc_id in derived:
-                continue
-            derived.add(doc_id)
-        out.append(Document(id=doc_id, **fields))
-    return out
+    """One remy document per piece, under the ids :func:`assign_ids` gives; of pieces
+    that get the same derived id (the same piece twice) the last one is kept."""
+    items = list(zip(assign_ids([p for p, _ in pending]), pending))
+    last = {doc_id: i for i, (doc_id, (piece, _)) in enumerate(items) if piece.given is None}
+    return [
+        Document(id=doc_id, **fields)
+        for i, (doc_id, (piece, fields)) in enumerate(items)
+        if piece.given is not None or last[doc_id] == i
+    ]
