@@ -356,3 +356,10 @@ def test_random_adds_readds_deletes_and_batches_match_a_simple_model(
 
     assert sorted(map(view, shared.get_nodes())) == sorted(map(view, model.values()))
     assert shared.client.count() == len(model)  # one chunk per stored node
+
+
+def test_metadata_written_before_li_encoding_still_reads_and_never_raises() -> None:
+    from llama_index.vector_stores.remy import from_remy_metadata
+
+    old = {"a": "plain", "a,b": "[1]", "tags": '["x,y"]', "li_json_keys": "a,b,tags"}
+    assert from_remy_metadata(old) == {"a": "plain", "a,b": "[1]", "tags": ["x,y"]}
