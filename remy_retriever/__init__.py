@@ -27,12 +27,20 @@ from .errors import (
     ServerUnavailableError,
     StoreError,
     UnauthorizedError,
+    UnusableFileError,
 )
 from .memory import Memory, MemoryStore
 from .models.embeddings import Embedder, SentenceTransformerEmbedder
 from .models.onnx_embedder import OnnxEmbedder
 from .models.rerankers import CrossEncoderReranker, Reranker
-from .retriever import DoctorReport, FileIssue, IngestReport, Retriever, StoredDocument
+from .retriever import (
+    DoctorReport,
+    FileIssue,
+    IngestReport,
+    Retriever,
+    StoredChunk,
+    StoredDocument,
+)
 from .schema.document import Document
 from .schema.hits import BranchExplain, Citation, Match, SearchExplain, SearchHit
 from .schema.options import SearchOptions
@@ -83,8 +91,10 @@ __all__ = [
     "SentenceTransformerEmbedder",
     "ServerUnavailableError",
     "StoreError",
+    "StoredChunk",
     "StoredDocument",
     "TuneReport",
     "UnauthorizedError",
+    "UnusableFileError",
 ]
 __version__ = "0.1.0"

@@ -30,6 +30,7 @@ __all__ = [
     "ServerUnavailableError",
     "StoreError",
     "UnauthorizedError",
+    "UnusableFileError",
 ]
 
 
@@ -51,6 +52,13 @@ class InvalidFilterError(InvalidInputError):
 
 class InvalidDocumentError(InvalidInputError):
     """A document to ingest is malformed (bad id, binary text, reserved metadata key)."""
+
+
+class UnusableFileError(InvalidDocumentError):
+    """A file to ingest has a loader but could not be used: unreadable, not UTF-8 or not
+    text, too large, a damaged file, a missing extra, or changed while it was read.
+    Raised for a file named directly and by ``strict=True``; in a folder such a file is
+    listed in ``IngestReport.failed`` instead (``remy ingest`` exits 1 for either)."""
 
 
 class CollectionNotFoundError(RemyError, LookupError):

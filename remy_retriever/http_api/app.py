@@ -34,12 +34,13 @@ from ..errors import (
     RerankerUnavailableError,
 )
 from ..loaders import MissingExtraError, loader_for
-from ..memory import DocumentNotFoundError, MemoryNotFoundError
+from ..memory import DocumentNotFoundError, MemoryNotFoundError, wire_document_id
 from ..schema.document import Document
 from ..supermemory.responses import DocumentSearchResponse, MemorySearchResponse
 from ..util.reprs import short_repr
 from . import wire
 from .auth import AccessDeniedError, KeyRing, NotFoundError, Principal, UnauthorizedError
+from .limits import JsonLimits
 from .service import Service
 from .shapes import one_tag
 
@@ -104,7 +105,9 @@ def create_app(
             filepath=body.filepath,
         )
         doc_id = service.documents.add(document, scope=caller.tags)
-        return wire.AddResponse(id=doc_id, status="done").wire()
+        return wire.AddResponse(
+            id=wire_document_id(doc_id, document.metadata), status="done"
+        ).wire()
 
     @app.post("/v3/documents/batch", response_model=wire.BatchAddResponse, tags=["documents"])
     def batch_add(body: wire.BatchAddBody, caller: Caller) -> Json:
@@ -135,7 +138,8 @@ def create_app(
                 outcomes.append(exc)
         written = service.documents.add_many(list(prepared.values()), scope=caller.tags)
         for i, outcome in zip(prepared, written):
-            outcomes[i] = outcome
+            meta = prepared[i].metadata
+            outcomes[i] = wire_document_id(outcome, meta) if isinstance(outcome, str) else outcome
         results = [
             wire.BatchResult(id=o, status="done")
             if isinstance(o, str)
@@ -190,7 +194,9 @@ def create_app(
             pages=loaded.pages,
         )
         doc_id = service.documents.add(document, scope=caller.tags)
-        return wire.AddResponse(id=doc_id, status="done").wire()
+        return wire.AddResponse(
+            id=wire_document_id(doc_id, document.metadata), status="done"
+        ).wire()
 
     @app.post("/v3/documents/list", response_model=wire.DocumentListResponse, tags=["documents"])
     def list_documents(body: wire.ListDocumentsBody, caller: Caller) -> Json:
@@ -202,14 +208,16 @@ def create_app(
 
     @app.patch("/v3/documents/{doc_id}", response_model=wire.AddResponse, tags=["documents"])
     def update_document(doc_id: str, body: wire.UpdateDocumentBody, caller: Caller) -> Json:
-        if body.custom_id is not None and body.custom_id != doc_id:
-            msg = "customId cannot change: add a new document with the new customId instead"
-            raise InvalidInputError(msg)
         tags = [body.container_tag] if body.container_tag else []
         tag = one_tag(None, [*tags, *(body.container_tags or [])])
-        service.documents.visible(doc_id, scope=caller.tags)  # 404 before 403
+        stored = service.documents.visible(doc_id, scope=caller.tags).document  # 404 first
+        if body.custom_id is not None and body.custom_id != wire_document_id(
+            stored.id, stored.metadata
+        ):
+            msg = "customId cannot change: add a new document with the new customId instead"
+            raise InvalidInputError(msg)
         service.documents.update(
-            doc_id,
+            stored.id,
             scope=caller.tags,
             content=body.content,
             tag=None if tag is None else caller.require(tag),
@@ -224,8 +232,8 @@ def create_app(
 
     @app.delete("/v3/documents/{doc_id}", status_code=204, tags=["documents"])
     def delete_document(doc_id: str, caller: Caller) -> Response:
-        service.documents.visible(doc_id, scope=caller.tags)
-        service.documents.delete([doc_id])
+        stored = service.documents.visible(doc_id, scope=caller.tags)
+        service.documents.delete([stored.document.id])
         return Response(status_code=204)
 
     # -- search -------------------------------------------------------------------------
@@ -254,6 +262,7 @@ def create_app(
 
     _install_errors(app)
     _install_openapi(app)
+    app.add_middleware(JsonLimits)  # inside the body limit: it reads a limited body
     app.add_middleware(_BodyLimit, max_bytes=max_body_bytes)
     return app
 

@@ -42,10 +42,16 @@ def ingest_paths(
     embedder: Embedder,
     max_tokens: int,
     progress: bool,
+    within: Any = None,
 ) -> IngestReport:
     """:meth:`remy_retriever.Retriever.ingest`: read every path, then write."""
     sources = read_sources(
-        paths, metadata=metadata, id_prefix=id_prefix, max_bytes=max_bytes, strict=strict
+        paths,
+        metadata=metadata,
+        id_prefix=id_prefix,
+        max_bytes=max_bytes,
+        strict=strict,
+        within=within,
     )
     return ingest_sources(
         ingestor,
@@ -66,8 +72,10 @@ def read_sources(
     id_prefix: str | None,
     max_bytes: int,
     strict: bool,
+    within: Any = None,
 ) -> list[LoadedFiles]:
-    """Read every path (one, or a list); raise if two of them give the same id."""
+    """Read every path (one, or a list), each inside ``within`` when given (see
+    :func:`load_files`); raise if two of them give the same id."""
     if isinstance(paths, (str, os.PathLike)):
         given: list[Any] = [paths]
     elif isinstance(paths, (list, tuple)) and paths:
@@ -82,7 +90,14 @@ def read_sources(
         msg = f"strict must be True or False, got {type(strict).__name__} {short_repr(strict)}"
         raise InvalidInputError(msg)
     sources = [
-        load_files(p, metadata=metadata, max_bytes=max_bytes, id_prefix=id_prefix, strict=strict)
+        load_files(
+            p,
+            metadata=metadata,
+            max_bytes=max_bytes,
+            id_prefix=id_prefix,
+            strict=strict,
+            within=within,
+        )
         for p in given
     ]
     first: dict[str, str | None] = {}

@@ -47,9 +47,11 @@ EXPECTED = {
     "SentenceTransformerEmbedder",
     "ServerUnavailableError",
     "StoreError",
+    "StoredChunk",
     "StoredDocument",
     "TuneReport",
     "UnauthorizedError",
+    "UnusableFileError",
 }
 
 #: What the framework adapters may import from the core besides the package root.
@@ -107,6 +109,7 @@ MEMORY_EXPECTED = {
     "Memory",
     "MemoryContext",
     "MemoryNotFoundError",
+    "MemoryReport",
     "MemoryResult",
     "MemorySearchResponse",
     "MemoryStateError",
@@ -115,8 +118,10 @@ MEMORY_EXPECTED = {
     "SOURCE_KEY",
     "SearchMode",
     "check_metadata",
+    "custom_document_id",
     "public_metadata",
     "tag_of",
+    "wire_document_id",
 }
 LOADERS_EXPECTED = {
     "LoadedText",

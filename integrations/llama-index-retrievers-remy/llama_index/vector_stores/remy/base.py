@@ -35,7 +35,6 @@ from llama_index.core.schema import (
     RelatedNodeType,
     TextNode,
 )
-from llama_index.core.storage.docstore import SimpleDocumentStore
 from llama_index.core.vector_stores.types import (
     BasePydanticVectorStore,
     FilterCondition,
@@ -45,7 +44,8 @@ from llama_index.core.vector_stores.types import (
     VectorStoreQueryMode,
     VectorStoreQueryResult,
 )
-from llama_index.retrievers.remy.convert import hit_to_node
+from llama_index.retrievers.remy import RemyDocumentStore
+from llama_index.retrievers.remy.convert import chunk_to_node, hit_to_node
 
 from remy_retriever import Document, Embedder, InvalidFilterError, InvalidInputError, Retriever
 from remy_retriever.integration import Piece, content_digest, open_engine
@@ -261,12 +261,27 @@ class RemyVectorStore(BasePydanticVectorStore):
     ) -> list[BaseNode]:
         return await asyncio.to_thread(self.get_nodes, node_ids, filters)
 
-    def docstore(self) -> SimpleDocumentStore:
-        """A docstore holding every stored node with its ``PREVIOUS`` / ``NEXT``
-        relationships: give it to ``PrevNextNodePostprocessor(docstore=...)``."""
-        docstore = SimpleDocumentStore()
-        docstore.add_documents(self.get_nodes())
-        return docstore
+    def docstore(self) -> RemyDocumentStore:
+        """A live, read-only docstore on this store: give it to
+        ``PrevNextNodePostprocessor(docstore=...)``. It reads each node when asked (always
+        current, any size): a stored node by its node id, any other chunk by its chunk
+        id, each as :meth:`query` returns it, with ``PREVIOUS`` / ``NEXT``."""
+        return RemyDocumentStore(self._retriever, lookup=self._live_nodes)
+
+    def _live_nodes(self, ids: Sequence[str]) -> dict[str, BaseNode]:
+        """The nodes among ``ids``: node ids of stored nodes first, then chunk ids."""
+        found: dict[str, BaseNode] = {}
+        for start in range(0, len(ids), 500):  # a filter's ``$in`` list is bounded
+            found.update(
+                (node.node_id, node) for node in self.get_nodes(list(ids[start : start + 500]))
+            )
+        chunks = self._retriever.get_chunks([i for i in ids if i not in found])
+        for cid, chunk in chunks.items():
+            decoded = replace(chunk, metadata=_user_metadata(chunk.metadata))
+            found[cid] = _restore(
+                chunk_to_node(decoded), chunk.metadata, chunk.citation.chunk_count
+            )
+        return {i: found[i] for i in ids if i in found}
 
     def query(self, query: VectorStoreQuery, **kwargs: Any) -> VectorStoreQueryResult:
         """Search with the query text in the mode's remy mode (see the class docstring)."""
@@ -378,10 +393,15 @@ def _document_node(document: Document) -> TextNode:
 
 
 def _restore(node: TextNode, own: Mapping[str, Any], chunk_count: int | None) -> TextNode:
-    """A search hit's node (its metadata: the hit's flat keys and the user's, decoded)
-    with the stored node's id (when remy kept it in one chunk) and relationships; ``own``
-    is the stored metadata."""
-    node.relationships = _relationships(own)
+    """A search hit's or chunk's node (its metadata: the flat keys and the user's,
+    decoded) with the stored node's id (when remy kept it in one chunk) and
+    relationships; ``own`` is the stored metadata."""
+    if chunk_count == 1 and isinstance(own.get("li_node_id"), str):
+        node.relationships = _relationships(own)  # the stored node's own neighbours
+    else:  # a chunk remy cut: PREVIOUS / NEXT are its neighbour chunks (docstore() has them)
+        source = _relationships(own).get(NodeRelationship.SOURCE)
+        if source is not None:
+            node.relationships[NodeRelationship.SOURCE] = source
     offset = own.get("li_start")
     if isinstance(offset, int) and node.start_char_idx is not None:
         node.start_char_idx += offset  # remy's offsets are within the node: make them the file's
