@@ -13,8 +13,8 @@ batches (never a per-call counter):
    LangChain's indexing API derives its ids, so the same piece added twice is one piece.
 
 In the source, ``%``, ``#``, ``@``, ``~`` and NUL are %-escaped (remy builds chunk ids
-with ``#``); a source over 400 characters is cut and suffixed with its hash, so ids stay
-within remy's 512. When one call holds several different pieces that would get the same
+with ``#``); a long source is cut and suffixed with its hash, so ids stay within remy's
+id length limit. When one call holds several different pieces that would get the same
 id (a source without pages or offsets split into parts, two splitters' output at one
 offset), each gets ``~`` and a hash of its content after that id: all are kept, and the
 same call repeated gives the same ids.
