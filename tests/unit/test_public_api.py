@@ -80,6 +80,15 @@ INTEGRATION_EXPECTED = {
     "text_from_pieces",
     "reranker_for",
     "rescored_metadata",
+    "MetadataCodec",
+    "PAGE_KEYS",
+    "Piece",
+    "page_of",
+    "assign_ids",
+    "content_digest",
+    "escape_key",
+    "reserved_looking",
+    "source_id",
 }
 
 
