@@ -22,17 +22,28 @@ from .errors import (
     MissingExtraError,
     ModelLoadError,
     NotFoundError,
+    ParseBudgetError,
+    ParserBusyError,
     RemyError,
     RerankerUnavailableError,
     ServerUnavailableError,
     StoreError,
     UnauthorizedError,
+    UnusableFileError,
 )
+from .loaders.limits import ParseLimits
 from .memory import Memory, MemoryStore
 from .models.embeddings import Embedder, SentenceTransformerEmbedder
 from .models.onnx_embedder import OnnxEmbedder
 from .models.rerankers import CrossEncoderReranker, Reranker
-from .retriever import DoctorReport, FileIssue, IngestReport, Retriever, StoredDocument
+from .retriever import (
+    DoctorReport,
+    FileIssue,
+    IngestReport,
+    Retriever,
+    StoredChunk,
+    StoredDocument,
+)
 from .schema.document import Document
 from .schema.hits import BranchExplain, Citation, Match, SearchExplain, SearchHit
 from .schema.options import SearchOptions
@@ -71,6 +82,9 @@ __all__ = [
     "ModelLoadError",
     "NotFoundError",
     "OnnxEmbedder",
+    "ParseBudgetError",
+    "ParseLimits",
+    "ParserBusyError",
     "RemyError",
     "Reranker",
     "RerankerUnavailableError",
@@ -83,8 +97,10 @@ __all__ = [
     "SentenceTransformerEmbedder",
     "ServerUnavailableError",
     "StoreError",
+    "StoredChunk",
     "StoredDocument",
     "TuneReport",
     "UnauthorizedError",
+    "UnusableFileError",
 ]
 __version__ = "0.1.0"

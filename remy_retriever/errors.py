@@ -25,11 +25,14 @@ __all__ = [
     "MissingExtraError",
     "ModelLoadError",
     "NotFoundError",
+    "ParseBudgetError",
+    "ParserBusyError",
     "RemyError",
     "RerankerUnavailableError",
     "ServerUnavailableError",
     "StoreError",
     "UnauthorizedError",
+    "UnusableFileError",
 ]
 
 
@@ -51,6 +54,24 @@ class InvalidFilterError(InvalidInputError):
 
 class InvalidDocumentError(InvalidInputError):
     """A document to ingest is malformed (bad id, binary text, reserved metadata key)."""
+
+
+class UnusableFileError(InvalidDocumentError):
+    """A file to ingest has a loader but could not be used: unreadable, not UTF-8 or not
+    text, too large, a damaged file, a missing extra, or changed while it was read.
+    Raised for a file named directly and by ``strict=True``; in a folder such a file is
+    listed in ``IngestReport.failed`` instead (``remy ingest`` exits 1 for either)."""
+
+
+class ParseBudgetError(UnusableFileError):
+    """A file is too large or too slow to parse: its loader went over the time or memory
+    budget (:class:`~remy_retriever.loaders.ParseLimits`) and was stopped. The message
+    names the file and the limit; nothing of the file is stored."""
+
+
+class ParserBusyError(RemyError):
+    """Every parsing worker is busy and the queue for them is full (HTTP 503): retry
+    later."""
 
 
 class CollectionNotFoundError(RemyError, LookupError):

@@ -10,14 +10,17 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
+from pathlib import Path
 from typing import Any
 
 import chromadb
 
-from .errors import InvalidInputError, ServerUnavailableError, StoreError
+from .errors import ServerUnavailableError, StoreError
 from .ingest.files import DEFAULT_MAX_DOCUMENT_BYTES, FileIssue
 from .ingest.folder import ingest_paths
 from .ingest.writer import Ingestor, IngestReport
+from .loaders.limits import DEFAULT_PARSE_LIMITS, ParseLimits
 from .models.embeddings import Embedder
 from .models.rerankers import Reranker, resolve_reranker
 from .schema.document import Document, MetadataValue, validate_document_id
@@ -27,21 +30,21 @@ from .schema.options import SearchOptions, check_int
 from .schema.records import document_id_of
 from .schema.validation import as_list
 from .search.calibration import ScoredHit
+from .search.chunks import StoredChunk, get_chunks
 from .search.entry import Searches
 from .search.pipeline import SearchPipeline
 from .search.tuning import TuneReport, collect, fit
-from .search.values import metadata_values
+from .search.values import scan_metadata_values
 from .stores.chroma import open_client
 from .stores.dense import check_hnsw
 from .stores.document_table import TABLE_SUFFIX, StoredDocument
 from .stores.identity import prepare_embedder
 from .stores.opening import check_location, open_stores
-from .stores.reachability import DOCTOR_SAMPLE
+from .stores.reachability import DOCTOR_SAMPLE, checked_sample
 from .stores.sync import DoctorReport
 from .stores.tantivy_schema import check_bm25_statistics
 from .supermemory.responses import DocumentSearchResponse
 from .util.progress import show_progress
-from .util.reprs import short_repr
 from .util.retry import RetryPolicy
 
 Queries = Mapping[str, str]
@@ -53,8 +56,10 @@ __all__ = [
     "FileIssue",
     "IngestReport",
     "Retriever",
+    "StoredChunk",
     "StoredDocument",
     "list_collections",
+    "local_dir",
 ]
 
 _COLLECTION_NAME = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9._-]{1,510})[a-zA-Z0-9]")
@@ -73,21 +78,15 @@ class Retriever:
         >>> r = Retriever(client=chromadb.HttpClient(host="127.0.0.1", port=8000),
         ...               collection="docs", lexical_path="./remy_lex")
 
-    Search options are :class:`~remy_retriever.schema.options.SearchOptions` (defaults chosen by
-    measurement); :meth:`tune` fits the fusion options on judged queries and stores them
-    in the collection (:attr:`search_config`), and later searches that do not set those
-    options use them. Writers on one server see each other's writes: the lexical index
-    catches up before a lexical or hybrid search (:mod:`remy_retriever.stores.sync`).
-
-    ``bm25_statistics="filter"``: BM25's N and document frequencies counted inside each
-    search's ``where``, so a tenant's scores do not reveal other tenants' terms (SECURITY.md).
-    HNSW settings: ``hnsw={"ef_construction": 64, "max_neighbors": 16, "ef_search": 100}``
-    (any subset) applies to a collection created now; an existing one must match
-    (Chroma's defaults: 100 / 16 / 100; trade-offs in benchmarks/README.md, HNSW).
-    ``reembed=True`` re-embeds every chunk with ``embedder``; without it, another model
-    than the collection's is refused (:mod:`remy_retriever.stores.identity`).
-    ``embedder_backend``: ``"torch"``, ``"onnx"``, ``"onnx-int8"`` (README); ``None``: what
-    the collection records, else ONNX int8 when the ``[onnx]`` extra is installed."""
+    Search options: :class:`~remy_retriever.schema.options.SearchOptions`; :meth:`tune`
+    stores fitted fusion options in the collection (:attr:`search_config`) for later
+    searches. Writers on one server see each other's writes (:mod:`.stores.sync`).
+    ``bm25_statistics="filter"``: BM25 statistics counted inside each search's ``where``
+    (SECURITY.md). ``hnsw={"ef_construction", "max_neighbors", "ef_search"}`` (any
+    subset) applies to a collection created now; an existing one must match.
+    ``reembed=True`` re-embeds every chunk with ``embedder``; else another model than the
+    collection's is refused (:mod:`.stores.identity`). ``embedder_backend``: ``"torch"``,
+    ``"onnx"``, ``"onnx-int8"``, or ``None`` for what the collection records (README)."""
 
     def __init__(
         self,
@@ -179,6 +178,10 @@ class Retriever:
             return self._max_tokens
         return int(getattr(self.embedder, "max_tokens", 256))
 
+    def writing(self) -> AbstractContextManager[object]:
+        """Hold the writer lock (threads, processes; re-entrant) across several calls."""
+        return self._sync.write_lock
+
     def count(self) -> int:
         """Number of chunks stored."""
         return self._sync.dense.count()
@@ -222,14 +225,14 @@ class Retriever:
         prune: bool = False,
         strict: bool = False,
         progress: bool | None = None,
+        within: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] | None = None,
+        parse_limits: ParseLimits | None = DEFAULT_PARSE_LIMITS,
     ) -> IngestReport:
-        """Add every file under ``path`` (a folder, recursively; a file; or a list) that
-        has a loader (:mod:`remy_retriever.loaders`), like a sync: ids are ``id_prefix``
-        plus the paths relative to the folder; a file that cannot be used is listed in
-        ``skipped``/``failed`` and the rest are added (``strict=True``: raise at the
-        first, storing nothing); ``gone`` lists the documents an earlier ingest of this
-        folder added whose files are gone, and ``prune=True`` deletes them; an id held
-        by another folder or by :meth:`add` is refused (rules: :mod:`.ingest.folder`)."""
+        """Add every file under ``path`` (folder, file or list) that has a loader, like a
+        sync (rules: :mod:`.ingest.folder`): ids are ``id_prefix`` plus relative paths;
+        unusable files go to ``skipped``/``failed`` (``strict=True``: raise, store
+        nothing); ``prune=True`` deletes the ``gone`` documents. ``within``: folders every
+        path must be in; ``parse_limits``: the budget per file (``None``: none)."""
         return ingest_paths(
             self._ingestor,
             path,
@@ -241,6 +244,8 @@ class Retriever:
             embedder=self.embedder,
             max_tokens=self.max_tokens,
             max_bytes=self.max_document_bytes,
+            within=within,
+            parse_limits=parse_limits,
         )
 
     def delete(self, document_ids: Sequence[str]) -> int:
@@ -255,29 +260,25 @@ class Retriever:
     def doctor(
         self, *, repair: bool = False, full: bool = False, sample: int = DOCTOR_SAMPLE
     ) -> DoctorReport:
-        """Check (and with ``repair=True`` fix) drift between Chroma and the lexical
-        index; see :meth:`remy_retriever.stores.sync.StoreSync.doctor`. Runs by itself
-        on open after an interrupted write.
-
-        Dense reachability: ``sample`` chunks, half of them the newest, must each be
-        found by a dense search for their own vector (``full=True``: every chunk;
-        ``sample=0``: skip the check); repair re-inserts those that are not."""
-        for name, flag in (("repair", repair), ("full", full)):
-            if not isinstance(flag, bool):
-                msg = f"{name} must be True or False, got {type(flag).__name__} {short_repr(flag)}"
-                raise InvalidInputError(msg)
-        size = check_int("sample", sample, lo=0, hi=2**31)
-        return self._sync.doctor(repair=repair, sample=None if full else size)
+        """Check (``repair=True``: fix) drift between the indexes, and the dense reachability
+        of ``sample`` chunks, half of them the newest (``full=True``: all; ``0``: none);
+        :meth:`.stores.sync.StoreSync.doctor`. Runs on open after an interrupted write."""
+        return self._sync.doctor(repair=repair, sample=checked_sample(repair, full, sample))
 
     def get_documents(self, document_ids: Sequence[str]) -> dict[str, StoredDocument]:
-        """The stored documents (full text, citation fields, timestamps) for these ids;
-        unknown ids are left out."""
+        """The stored documents (text, citation fields, timestamps); unknown ids left out."""
         wanted = as_list(document_ids, "get_documents()", "['guide'] (a list of document ids)")
         return self._sync.table.stored([validate_document_id(d) for d in wanted])
 
+    def get_chunks(
+        self, chunk_ids: Sequence[str], *, where: Mapping[str, Any] | None = None
+    ) -> dict[str, StoredChunk]:
+        """The stored chunks (text, citation, metadata, the ids either side) for these
+        chunk ids, read live, those matching ``where`` only; others are left out."""
+        return get_chunks(self._sync.dense, chunk_ids, where=where)
+
     def document_ids(self, where: Mapping[str, Any] | None = None) -> list[str]:
-        """The ids of the documents that have a chunk matching ``where`` (all documents
-        for ``None``), sorted."""
+        """The sorted ids of the documents with a chunk matching ``where`` (``None``: all)."""
         tree = parse_where(where)
         ids: set[str] = set()
         for page in self._sync.dense.iter_all(where=to_chroma(tree), documents=False):
@@ -294,9 +295,16 @@ class Retriever:
     def metadata_values(
         self, key: str, *, where: Mapping[str, Any] | None = None, limit: int = MAX_SCANNED_VALUES
     ) -> list[MetadataValue]:
-        """The distinct values stored under ``key`` by the chunks matching ``where`` only
-        (:mod:`remy_retriever.search.values`; over ``limit``: InvalidFilterError)."""
-        return metadata_values(self._sync.dense, key, where=where, limit=limit)
+        """:meth:`scan_metadata_values` for one key."""
+        return self.scan_metadata_values([key], where=where, limit=limit)[key]
+
+    def scan_metadata_values(
+        self, keys: Sequence[str], *, where: Mapping[str, Any] | None = None, **limits: int
+    ) -> dict[str, list[MetadataValue]]:
+        """Per key, the distinct values stored by the chunks matching ``where`` only, in
+        one pass (:func:`remy_retriever.search.values.scan_metadata_values`: ``limit``,
+        ``max_chunks``; over a limit, InvalidFilterError)."""
+        return scan_metadata_values(self._sync.dense, keys, where=where, **limits)
 
     def search(
         self, query: str, options: SearchOptions | None = None, **kwargs: Any
@@ -356,6 +364,13 @@ class Retriever:
         :func:`remy_retriever.search.grouped.search_documents`. Search options resolve
         as in :meth:`search` (``rerank`` is off unless asked for)."""
         return self._searches.documents(query, options, kwargs, reranker=self.reranker)
+
+
+def local_dir(retriever: Retriever) -> Path:
+    """The local directory of ``retriever``'s writer lock (an embedded store's own
+    directory, else the lexical index's), where the layers above the facade keep their
+    crash journals (:mod:`remy_retriever.memory.journal`)."""
+    return retriever._sync.write_lock.path.parent
 
 
 def list_collections(

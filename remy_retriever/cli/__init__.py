@@ -8,7 +8,8 @@ names, :class:`~remy_retriever.retriever.Retriever`,
 and :mod:`remy_retriever.evaluation.beir`), plus :mod:`.common`'s look at which collections a
 store has (so that a command that reads creates nothing).
 
-Exit codes: 0 done, 1 (``remy doctor``) drift found and left, 2 an error. Every error,
+Exit codes: 0 done, 1 (``remy doctor``) drift found and left, or (``remy ingest``) a
+file that could not be used (:mod:`.ingest`), 2 an error. Every error,
 a :class:`~remy_retriever.errors.RemyError` or anything unexpected, is printed as one
 ``remy: error: ...`` line on stderr, never as a traceback. Human-readable output and error
 messages are escaped for the terminal (:func:`.common.terminal_safe`): stored text cannot

@@ -379,6 +379,28 @@ def add_api_key_flag(parser: argparse.ArgumentParser, *, tags: bool) -> None:
     )
 
 
+def add_bm25_statistics_flag(parser: argparse.ArgumentParser, *, boundary: str) -> None:
+    """Add ``--bm25-statistics`` (``Retriever(bm25_statistics=...)`` for the whole store);
+    ``boundary`` says what makes the default ``filter``."""
+    parser.add_argument(
+        "--bm25-statistics",
+        default=None,
+        choices=["collection", "filter"],
+        help="BM25 statistics: 'filter' counts them inside each search's scope, so one "
+        "tenant's scores do not move with another's writes; 'collection' shares them "
+        f"(default: filter {boundary}, else collection)",
+    )
+
+
+def bm25_statistics(args: argparse.Namespace, *, boundary: bool) -> str:
+    """The ``bm25_statistics`` to open the stores with: ``--bm25-statistics``, else
+    ``filter`` when the server enforces a tenant boundary, else ``collection``."""
+    chosen = getattr(args, "bm25_statistics", None)
+    if isinstance(chosen, str):
+        return chosen
+    return "filter" if boundary else "collection"
+
+
 def api_key_specs(args: argparse.Namespace) -> list[str]:
     """The keys given by ``--api-key`` and :data:`API_KEYS_ENV`, in that order."""
     return [*(getattr(args, "api_key", None) or []), *os.environ.get(API_KEYS_ENV, "").split()]
@@ -432,11 +454,16 @@ def check_port(port: int) -> int:
 
 
 def open_linked_stores(
-    args: argparse.Namespace, *, create: bool, reranker: Any = None
+    args: argparse.Namespace,
+    *,
+    create: bool,
+    reranker: Any = None,
+    statistics: str = "collection",
 ) -> tuple[Retriever, MemoryStore | None]:
     """The document collection (the store flags) and the :class:`MemoryStore` of
     ``--memory-collection`` linked to it, sharing its embedder (or the one the memory
-    collection records), both with ``reranker``. Unless ``create``, nothing is created:
+    collection records), both with ``reranker`` and ``bm25_statistics=statistics``.
+    Unless ``create``, nothing is created:
     a missing document collection raises :class:`CollectionNotFoundError`, and a
     missing memory collection gives ``None``."""
     # lazy: the memory package is needed only by the two servers.
@@ -454,6 +481,7 @@ def open_linked_stores(
         embedder_backend=getattr(args, "embedder_backend", None),
         lexical_path=getattr(args, "lexical_path", None),
         reranker=reranker,
+        bm25_statistics=statistics,
     )
     if not create:
         try:
@@ -465,5 +493,6 @@ def open_linked_stores(
         collection=args.memory_collection,
         retriever=retriever,
         reranker=reranker,
+        bm25_statistics=statistics,
     )
     return retriever, memories

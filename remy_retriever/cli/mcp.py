@@ -4,7 +4,9 @@ Context Protocol (stdio by default; ``--transport streamable-http`` for HTTP).
 Over HTTP the policy is ``remy serve``'s: without an API key (``--api-key``, or
 ``REMY_API_KEYS``: keys separated by spaces) the server listens on loopback only and
 refuses another ``--host``; with keys, every request must send ``Authorization: Bearer
-KEY``.
+KEY``. Either way the listener of :mod:`.listener` (``remy serve``'s) refuses a foreign
+``Host`` and a cross-site state-changing request, times out slow clients and caps the
+connections.
 
 The tools, their guards and the resources are described in
 :mod:`remy_retriever.mcp_server`. This command checks the flags, opens the stores (a
@@ -26,15 +28,18 @@ from ..mcp_server.tools import Guards, RemyTools
 from ..memory.checks import check_tag
 from .common import (
     add_api_key_flag,
+    add_bm25_statistics_flag,
     add_reranker_flag,
     add_store_flags,
     api_key_specs,
+    bm25_statistics,
     check_listener,
     check_port,
     open_linked_stores,
     plain_api_keys,
     startup_reranker,
 )
+from .listener import add_listener_flags, listen, policy_from_args
 
 __all__ = ["add_parser", "run"]
 
@@ -71,6 +76,8 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         help="a folder add_documents may read (repeatable); without one, no add_documents",
     )
     add_reranker_flag(parser)
+    add_listener_flags(parser, request_limits=False)
+    add_bm25_statistics_flag(parser, boundary="with --container-tag")
     parser.set_defaults(run=run)
 
 
@@ -79,8 +86,10 @@ def run(args: argparse.Namespace) -> int:
     guards = _guards(args)
     check_port(args.port)
     keys = plain_api_keys(api_key_specs(args))
+    policy = None
     if args.transport == "streamable-http":
         check_listener(args.host, keys=bool(keys))
+        policy = policy_from_args(args, host=args.host, keys=bool(keys))
     elif args.api_key:
         msg = "--api-key applies to --transport streamable-http; over stdio the client is local"
         raise InvalidInputError(msg)
@@ -97,10 +106,26 @@ def run(args: argparse.Namespace) -> int:
     logging.getLogger("remy.mcp").setLevel(logging.INFO)
     reranker = startup_reranker(args)  # before any store is opened or created
     with contextlib.redirect_stdout(sys.stderr):  # stdout is the protocol's (stdio)
-        documents, memories = open_linked_stores(args, create=not args.read_only, reranker=reranker)
+        documents, memories = open_linked_stores(
+            args,
+            create=not args.read_only,
+            reranker=reranker,
+            statistics=bm25_statistics(args, boundary=guards.container_tag is not None),
+        )
     try:
         tools = RemyTools(documents, memories, guards=guards)
-        serve(tools, transport=args.transport, host=args.host, port=args.port, api_keys=keys)
+        serve(
+            tools,
+            transport=args.transport,
+            host=args.host,
+            port=args.port,
+            api_keys=keys,
+            listen=None
+            if policy is None
+            else lambda app: listen(
+                app, host=args.host, port=args.port, policy=policy, log_level="warning"
+            ),
+        )
     finally:
         if memories is not None:
             memories.close()

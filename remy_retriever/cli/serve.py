@@ -5,6 +5,14 @@ command runs. Without an API key (``--api-key``, or ``REMY_API_KEYS``: keys sepa
 spaces) the server answers anyone who can reach it, so it then listens on loopback only
 and refuses another ``--host``. ``--reranker PATH`` (else ``REMY_RERANK_MODEL``) is
 loaded at start-up; one that cannot be loaded stops the server before it listens.
+
+The listener (:mod:`.listener`, shared with ``remy mcp``) refuses a foreign ``Host`` and a
+state-changing request from another web origin, times out slow headers and bodies, caps
+connections, and bounds the requests in flight, per key and in all.
+
+With a key bound to tags, BM25 statistics are counted inside each search's scope
+(``--bm25-statistics filter``, the default then), so a tenant's scores do not move with
+another tenant's writes.
 """
 
 from __future__ import annotations
@@ -12,16 +20,21 @@ from __future__ import annotations
 import argparse
 
 from ..errors import InvalidInputError
+from ..loaders import ParserPool
 from .common import (
     add_api_key_flag,
+    add_bm25_statistics_flag,
     add_reranker_flag,
     add_store_flags,
     api_key_specs,
+    bm25_statistics,
     check_listener,
     check_port,
     open_linked_stores,
     startup_reranker,
 )
+from .listener import add_listener_flags, listen, policy_from_args
+from .parsing import add_parse_flags, parse_limits
 
 __all__ = ["add_parser", "check_host", "run"]
 
@@ -39,8 +52,24 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     parser.add_argument("--port", type=int, default=8000, help="port (default 8000)")
     add_api_key_flag(parser, tags=True)
     add_reranker_flag(parser)
+    add_bm25_statistics_flag(parser, boundary="when an --api-key is bound to tags")
     parser.add_argument(
         "--max-body-bytes", type=int, default=None, help="largest request body (16 MiB)"
+    )
+    add_parse_flags(parser)
+    parser.add_argument(
+        "--parse-workers",
+        type=int,
+        default=2,
+        metavar="N",
+        help="processes that parse uploads (default %(default)s)",
+    )
+    parser.add_argument(
+        "--parse-queue",
+        type=int,
+        default=8,
+        metavar="N",
+        help="uploads that may wait for a parsing process; one more gets 503 (default %(default)s)",
     )
     parser.add_argument(
         "--log-level",
@@ -48,6 +77,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         choices=["debug", "info", "warning"],
         help="uvicorn's log level (request lines at info)",
     )
+    add_listener_flags(parser, request_limits=True)
     parser.set_defaults(run=run)
 
 
@@ -61,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
     """Run ``remy serve`` until interrupted."""
     try:
         # lazy: FastAPI and uvicorn are the optional `server` extra.
-        import uvicorn
+        import uvicorn  # noqa: F401 - only to say what is missing, before a store opens
 
         # lazy: the server package imports FastAPI.
         from ..http_api import DEFAULT_MAX_BODY_BYTES, KeyRing, Service, create_app, parse_api_key
@@ -72,23 +102,38 @@ def run(args: argparse.Namespace) -> int:
         )
         raise InvalidInputError(msg) from None
     specs = api_key_specs(args)
-    keys = KeyRing(parse_api_key(s) for s in specs)
+    parsed = [parse_api_key(s) for s in specs]
+    keys = KeyRing(parsed)
     host = check_listener(args.host, keys=keys.required)
     check_port(args.port)
+    policy = policy_from_args(args, host=host, keys=keys.required)
     limit = DEFAULT_MAX_BODY_BYTES if args.max_body_bytes is None else args.max_body_bytes
     if limit < 1024:
         msg = f"--max-body-bytes must be at least 1024, got {limit}"
         raise InvalidInputError(msg)
+    limits = parse_limits(args)
+    parsers = ParserPool(workers=args.parse_workers, queue=args.parse_queue)
     reranker = startup_reranker(args)  # before any store is opened or created
-    retriever, memories = open_linked_stores(args, create=True, reranker=reranker)
+    bound = any(key.tags is not None for key in parsed)
+    statistics = bm25_statistics(args, boundary=bound)
+    retriever, memories = open_linked_stores(
+        args, create=True, reranker=reranker, statistics=statistics
+    )
     assert memories is not None  # created
-    app = create_app(Service(retriever, memories), keys, max_body_bytes=limit)
+    app = create_app(
+        Service(retriever, memories),
+        keys,
+        max_body_bytes=limit,
+        parser=parsers,
+        parse_limits=limits,
+    )
     where = f"http://{host}:{args.port}"
     auth = f"{len(specs)} API key(s)" if specs else "no API key (loopback only)"
     print(f"remy serve: {where} ({auth}); OpenAPI at {where}/openapi.json", flush=True)
     try:
-        uvicorn.run(app, host=host, port=args.port, log_level=args.log_level)
+        listen(app, host=host, port=args.port, policy=policy, log_level=args.log_level)
     finally:
+        parsers.close()
         memories.close()
         retriever.close()
     return 0

@@ -7,16 +7,19 @@ error is JSON, ``{"error": ..., "details": ...}``: 400 for a bad request (``deta
 lists the fields at fault), 401 without a valid key, 403 for a container tag the key may
 not use, 404 for what does not exist (or is in another container), 413 for a body over
 the limit, 503 when the store is busy; a model the request needs but the server cannot
-load (``rerank`` without a reranker) is a 400; a bug answers 500 with a generic message,
-and the traceback goes to the server's log only.
+load (``rerank`` without a reranker) is a 400, and an upload when every parsing
+worker is busy and the queue for them full is a 503 with ``Retry-After``; a bug
+answers 500 with a generic message, and the traceback goes to the server's log only.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from contextlib import AbstractAsyncContextManager
 from typing import Annotated, Any, cast
 
 from fastapi import Depends, FastAPI, File, Form, Request, UploadFile
@@ -33,13 +36,22 @@ from ..errors import (
     RemyError,
     RerankerUnavailableError,
 )
-from ..loaders import MissingExtraError, loader_for
-from ..memory import DocumentNotFoundError, MemoryNotFoundError
+from ..loaders import (
+    MissingExtraError,
+    ParseLimits,
+    ParserBusyError,
+    ParserPool,
+    load_bytes,
+    loader_for,
+)
+from ..loaders.limits import DEFAULT_PARSE_LIMITS
+from ..memory import DocumentNotFoundError, MemoryNotFoundError, wire_document_id
 from ..schema.document import Document
 from ..supermemory.responses import DocumentSearchResponse, MemorySearchResponse
 from ..util.reprs import short_repr
 from . import wire
 from .auth import AccessDeniedError, KeyRing, NotFoundError, Principal, UnauthorizedError
+from .limits import JsonLimits
 from .service import Service
 from .shapes import one_tag
 
@@ -47,6 +59,11 @@ __all__ = ["DEFAULT_MAX_BODY_BYTES", "create_app"]
 
 #: Largest request body (JSON or upload) by default: 16 MiB.
 DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024
+#: Processes that parse uploads by default, and uploads that may wait for one.
+PARSE_WORKERS = 2
+PARSE_QUEUE = 8
+#: Seconds a client is told to wait (``Retry-After``) when every parser is busy.
+PARSE_RETRY_AFTER = 5
 _log = logging.getLogger("remy.serve")
 
 #: How to give ``remy serve`` the cross-encoder that ``rerank: true`` needs.
@@ -62,7 +79,7 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
         (403, "Container tag not allowed for this key"),
         (404, "Not found"),
         (413, "Request body too large"),
-        (503, "Store busy; retry"),
+        (503, "Store busy, or every upload parser busy; retry (after Retry-After seconds)"),
     )
 }
 Json = dict[str, Any]
@@ -78,9 +95,20 @@ Caller = Annotated[Principal, Depends(_principal)]
 
 
 def create_app(
-    service: Service, keys: KeyRing, *, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    service: Service,
+    keys: KeyRing,
+    *,
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    parser: ParserPool | None = None,
+    parse_limits: ParseLimits = DEFAULT_PARSE_LIMITS,
 ) -> FastAPI:
-    """The application serving ``service`` to callers holding one of ``keys``."""
+    """The application serving ``service`` to callers holding one of ``keys``.
+
+    Uploads are parsed in ``parser``'s worker processes (by default a pool of its own:
+    :data:`PARSE_WORKERS` workers, :data:`PARSE_QUEUE` uploads waiting, stopped with the
+    app), each under ``parse_limits``: a request thread only waits for its file, and an
+    upload arriving when the queue is full is a 503 with ``Retry-After``."""
+    parsers = parser if parser is not None else ParserPool(workers=PARSE_WORKERS, queue=PARSE_QUEUE)
     app = FastAPI(
         title="remy-retriever",
         version="0.1.0",
@@ -89,6 +117,7 @@ def create_app(
             "document search, memories), plus remy's own search at /v1/search."
         ),
         responses=_ERRORS,
+        lifespan=_closing(parsers if parser is None else None),
     )
     app.state.keys = keys
 
@@ -104,7 +133,9 @@ def create_app(
             filepath=body.filepath,
         )
         doc_id = service.documents.add(document, scope=caller.tags)
-        return wire.AddResponse(id=doc_id, status="done").wire()
+        return wire.AddResponse(
+            id=wire_document_id(doc_id, document.metadata), status="done"
+        ).wire()
 
     @app.post("/v3/documents/batch", response_model=wire.BatchAddResponse, tags=["documents"])
     def batch_add(body: wire.BatchAddBody, caller: Caller) -> Json:
@@ -135,7 +166,8 @@ def create_app(
                 outcomes.append(exc)
         written = service.documents.add_many(list(prepared.values()), scope=caller.tags)
         for i, outcome in zip(prepared, written):
-            outcomes[i] = outcome
+            meta = prepared[i].metadata
+            outcomes[i] = wire_document_id(outcome, meta) if isinstance(outcome, str) else outcome
         results = [
             wire.BatchResult(id=o, status="done")
             if isinstance(o, str)
@@ -165,8 +197,7 @@ def create_app(
         use_advanced_processing: Annotated[str | None, Form(alias="useAdvancedProcessing")] = None,
     ) -> Json:
         name = os.path.basename(file.filename or "") or "upload.txt"
-        loader = loader_for(name)
-        if loader is None:
+        if loader_for(name) is None:
             msg = (
                 f"cannot read {short_repr(name)}: no loader for its suffix; upload a .pdf, "
                 ".html, .docx, .md or .txt file"
@@ -174,7 +205,7 @@ def create_app(
             raise InvalidInputError(msg)
         data = file.file.read()
         try:
-            loaded = loader(data, name)
+            loaded = load_bytes(data, name, limits=parse_limits, pool=parsers)
         except MissingExtraError as exc:
             raise InvalidInputError(str(exc)) from None
         tags = _tag_list(container_tags)
@@ -190,7 +221,9 @@ def create_app(
             pages=loaded.pages,
         )
         doc_id = service.documents.add(document, scope=caller.tags)
-        return wire.AddResponse(id=doc_id, status="done").wire()
+        return wire.AddResponse(
+            id=wire_document_id(doc_id, document.metadata), status="done"
+        ).wire()
 
     @app.post("/v3/documents/list", response_model=wire.DocumentListResponse, tags=["documents"])
     def list_documents(body: wire.ListDocumentsBody, caller: Caller) -> Json:
@@ -202,14 +235,16 @@ def create_app(
 
     @app.patch("/v3/documents/{doc_id}", response_model=wire.AddResponse, tags=["documents"])
     def update_document(doc_id: str, body: wire.UpdateDocumentBody, caller: Caller) -> Json:
-        if body.custom_id is not None and body.custom_id != doc_id:
-            msg = "customId cannot change: add a new document with the new customId instead"
-            raise InvalidInputError(msg)
         tags = [body.container_tag] if body.container_tag else []
         tag = one_tag(None, [*tags, *(body.container_tags or [])])
-        service.documents.visible(doc_id, scope=caller.tags)  # 404 before 403
+        stored = service.documents.visible(doc_id, scope=caller.tags).document  # 404 first
+        if body.custom_id is not None and body.custom_id != wire_document_id(
+            stored.id, stored.metadata
+        ):
+            msg = "customId cannot change: add a new document with the new customId instead"
+            raise InvalidInputError(msg)
         service.documents.update(
-            doc_id,
+            stored.id,
             scope=caller.tags,
             content=body.content,
             tag=None if tag is None else caller.require(tag),
@@ -224,8 +259,8 @@ def create_app(
 
     @app.delete("/v3/documents/{doc_id}", status_code=204, tags=["documents"])
     def delete_document(doc_id: str, caller: Caller) -> Response:
-        service.documents.visible(doc_id, scope=caller.tags)
-        service.documents.delete([doc_id])
+        stored = service.documents.visible(doc_id, scope=caller.tags)
+        service.documents.delete([stored.document.id])
         return Response(status_code=204)
 
     # -- search -------------------------------------------------------------------------
@@ -254,8 +289,23 @@ def create_app(
 
     _install_errors(app)
     _install_openapi(app)
+    app.add_middleware(JsonLimits)  # inside the body limit: it reads a limited body
     app.add_middleware(_BodyLimit, max_bytes=max_body_bytes)
     return app
+
+
+def _closing(pool: ParserPool | None) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
+    """The app's lifespan: stop ``pool``'s workers when the app stops."""
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            if pool is not None:
+                pool.close()
+
+    return lifespan
 
 
 def _tag_list(raw: str | None) -> list[str] | None:
@@ -333,6 +383,10 @@ def _install_errors(app: FastAPI) -> None:
             return _error(400, f"this server cannot do that: {exc}")
         if isinstance(exc, IndexLockedError):
             return _error(503, f"the store is busy: {exc}")
+        if isinstance(exc, ParserBusyError):
+            response = _error(503, f"the server is busy parsing uploads: {exc}")
+            response.headers["Retry-After"] = str(PARSE_RETRY_AFTER)
+            return response
         _log.error("request failed", exc_info=exc)
         return _error(500, "internal error: the store failed; see the server log")
 

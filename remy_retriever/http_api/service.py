@@ -25,6 +25,7 @@ from ..memory import (
     Memory,
     MemoryStore,
     public_metadata,
+    wire_document_id,
 )
 from ..retriever import Retriever, StoredDocument
 from ..schema.document import CONTAINER_TAG_KEY
@@ -58,7 +59,7 @@ class Service:
             None if doc_id is None else document_where(doc_id),
         )
         tree = where_from_filters(
-            filters, values=lambda key: self.retriever.metadata_values(key, where=scope)
+            filters, values=lambda keys: self.retriever.scan_metadata_values(keys, where=scope)
         )
         return and_where(tree, scope)
 
@@ -66,7 +67,7 @@ class Service:
 
     def get_document(self, principal: Principal, doc_id: str) -> wire.DocumentGetResponse:
         stored = self.documents.visible(doc_id, scope=principal.tags)
-        memories = self.documents.memories_of(doc_id)
+        memories = self.documents.memories_of(stored.document.id)
         fields = _document_fields(stored, content=True)
         if memories:
             fields["memories"] = [_document_memory(m) for m in memories]
@@ -108,8 +109,7 @@ class Service:
         errors: list[wire.BulkError] = []
         for doc_id in body.ids or []:
             try:
-                self.documents.visible(doc_id, scope=principal.tags)
-                doomed.append(doc_id)
+                doomed.append(self.documents.visible(doc_id, scope=principal.tags).document.id)
             except (DocumentNotFoundError, InvalidInputError) as exc:
                 errors.append(wire.BulkError(id=doc_id, error=str(exc)))
         tags = None
@@ -143,12 +143,24 @@ class Service:
             include_full_docs=body.include_full_docs,
             include_summary=body.include_summary,
             rerank=bool(body.rerank),
-            where=self.where(body.filters, tags, doc_id=body.doc_id),
+            where=self.where(body.filters, tags, doc_id=self._stored_id(body.doc_id, tags)),
         )
         out = response.to_dict()
         for result in out["results"]:
-            result["metadata"] = public_metadata(result.get("metadata"))
+            meta = result.get("metadata")
+            result["documentId"] = wire_document_id(result["documentId"], meta)
+            result["metadata"] = public_metadata(meta)
         return out
+
+    def _stored_id(self, doc_id: str | None, tags: Sequence[str] | None) -> str | None:
+        """The stored id of the document ``doc_id`` names in ``tags`` (a customId, or a
+        stored id); one the caller cannot see is kept as given, and matches nothing."""
+        if doc_id is None:
+            return None
+        try:
+            return self.documents.visible(doc_id, scope=tags).document.id
+        except DocumentNotFoundError:
+            return doc_id
 
     def search_memories(
         self, principal: Principal, body: wire.SearchMemoriesBody
@@ -160,7 +172,7 @@ class Service:
         tags = principal.scope(_tags(body.container_tag, body.container_tags))
         where = where_from_filters(
             body.filters,
-            values=lambda key: self.memories.metadata_values(key, container_tags=tags),
+            values=lambda keys: self.memories.scan_metadata_values(keys, container_tags=tags),
         )
         flags = {
             "relatedMemories": include.related_memories,
@@ -219,10 +231,10 @@ class Service:
             raise InvalidInputError(msg)
         if body.id is not None:
             try:
-                memory = self.memories.get(body.id)
+                memory = self.memories.get(body.id, container_tags=[tag])
             except (LookupError, InvalidInputError):
                 memory = None
-            if memory is None or memory.container_tag != tag or memory.forgotten:
+            if memory is None or memory.forgotten:
                 msg = f"no memory with id {body.id!r} in container {tag!r}"
                 raise NotFoundError(msg)
             if body.content is not None and memory.content != body.content:
@@ -286,7 +298,7 @@ def _document_fields(stored: StoredDocument, *, content: bool) -> dict[str, Any]
     tag = doc.metadata.get(CONTAINER_TAG_KEY)
     custom = doc.metadata.get(CUSTOM_ID_KEY)
     fields: dict[str, Any] = {
-        "id": doc.id,
+        "id": wire_document_id(doc.id, doc.metadata),
         "custom_id": custom if isinstance(custom, str) else None,
         "container_tags": [tag] if isinstance(tag, str) else None,
         "created_at": stored.created_at,
@@ -332,9 +344,10 @@ def _clean_result(result: dict[str, Any], summaries: Mapping[str, str]) -> None:
         docs = []
         for doc in result["documents"]:
             if "createdAt" in doc and "updatedAt" in doc:
-                doc["metadata"] = public_metadata(doc.get("metadata"))
                 if doc["id"] in summaries:
                     doc["summary"] = summaries[doc["id"]]
+                doc["id"] = wire_document_id(doc["id"], doc.get("metadata"))
+                doc["metadata"] = public_metadata(doc.get("metadata"))
                 docs.append(doc)
         result["documents"] = docs
 

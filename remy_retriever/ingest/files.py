@@ -5,28 +5,46 @@ reads and validates: nothing here touches a store. Each file is turned into text
 loader registered for its suffix (:mod:`remy_retriever.loaders`); a file without one is
 skipped as an unsupported type.
 
-A folder is read file by file: a file that cannot be used is left out and reported
-(:class:`FileIssue`) while the rest are read. Only regular files are opened, and only
-after ``stat`` says so (opened non-blocking, checked again on the open descriptor), so a
-FIFO, socket or device is never read; nothing under ``/proc``, ``/sys`` or ``/dev`` is
-read at all. A symbolic link is followed only when its target stays inside the folder
-(a file reached twice is read once); sizes are checked before reading, and a read never
-takes more than the size limit plus one byte.
+A folder is read file by file: a file left out on purpose is reported as ``skipped``
+(its type has no loader, a link leaving the folder, a special file, a file reached
+twice), one that should have been read and could not be as ``failed`` (unreadable, not
+text, too large, damaged, changed while it was read), and the rest are read. The walk
+(:mod:`.walk`) never follows a link by name: every folder and file is opened relative to
+its parent's open descriptor with ``O_NOFOLLOW`` and checked with ``fstat`` to be what
+was listed, so a subfolder swapped for a link midway leads nowhere outside the folder;
+a link found in the folder is followed only when its target stays inside. The bytes a
+loader gets are read from that checked descriptor. ``within=`` confines a path the caller
+names the same way: it is opened name by name from one of those folders. Only regular
+files are read (never a FIFO, socket or device); nothing under ``/proc``, ``/sys`` or
+``/dev`` is read at all; sizes are checked before reading, and a read never takes more
+than the size limit plus one byte.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import partial
+from typing import Any, NoReturn
 
-from ..errors import InvalidDocumentError, InvalidInputError
-from ..loaders import MissingExtraError, loader_for
+from ..errors import InvalidDocumentError, InvalidInputError, UnusableFileError
+from ..loaders import MissingExtraError, ParseLimits, load_bytes, loader_for
+from ..loaders.limits import DEFAULT_PARSE_LIMITS
 from ..schema.document import Document, check_id_prefix
-from ..util.paths import check_path, inside, printable
+from ..util.nofollow import (
+    FILE_FLAGS,
+    FOLDER_FLAGS,
+    changed_on_the_way,
+    check_same,
+    open_below,
+    stat_below,
+)
+from ..util.paths import check_path, inside, printable, real_path, resolve_inside
 from ..util.reprs import short_repr
+from .walk import FileIssue, FolderWalk, kind_of, names_below, open_problem, too_large
 
 __all__ = [
     "DEFAULT_MAX_DOCUMENT_BYTES",
@@ -45,27 +63,18 @@ DEFAULT_MAX_DOCUMENT_BYTES = 10 * 2**20
 _PSEUDO_ROOTS = ("/proc", "/sys", "/dev")
 _HEX = frozenset("0123456789abcdefABCDEF")
 _MAX_ID_LEN = 512
-_KINDS = (
-    (stat.S_ISFIFO, "a FIFO"),
-    (stat.S_ISSOCK, "a socket"),
-    (stat.S_ISCHR, "a character device"),
-    (stat.S_ISBLK, "a block device"),
-)
-
-
-@dataclass(frozen=True)
-class FileIssue:
-    """A file (or folder) that folder ingest left out: its path and the reason."""
-
-    path: str
-    reason: str
+#: Opening a path the caller named (its own links are followed) or an allowed folder.
+_GIVEN_FOLDER = FOLDER_FLAGS & ~os.O_NOFOLLOW
+_GIVEN_FILE = FILE_FLAGS & ~os.O_NOFOLLOW
 
 
 @dataclass(frozen=True)
 class LoadedFiles:
     """What :func:`load_files` read: the documents, and the files it left out, as
-    ``skipped`` (not a usable document: type, link, size, encoding) or ``failed`` (an
-    error reading it, e.g. permission denied).
+    ``skipped`` (left out on purpose: a type without a loader, a link leaving the folder,
+    a special file, a file reached twice) or ``failed`` (it should have been read and
+    could not be: unreadable, not UTF-8 or not text, too large, damaged, a missing extra,
+    changed while it was read).
 
     ``root`` is the folder read (absolute, links resolved), or a file's folder;
     ``folder`` says which. ``present`` holds the document id of every file found,
@@ -86,11 +95,11 @@ class LoadedFiles:
 
 
 class _Skip(Exception):
-    """This file is not a usable document (the message says why)."""
+    """This file is left out on purpose (the message says why)."""
 
 
 class _Fail(Exception):
-    """Reading this file failed (the message says why)."""
+    """This file should have been read and could not be (the message says why)."""
 
 
 def load_files(
@@ -100,47 +109,168 @@ def load_files(
     max_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES,
     id_prefix: str | None = None,
     strict: bool = False,
+    within: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] | None = None,
+    parse_limits: ParseLimits | None = DEFAULT_PARSE_LIMITS,
 ) -> LoadedFiles:
     """Read the files under ``path`` (recursively), or the one file ``path``.
 
-    A folder's files that cannot be used are reported in ``skipped``/``failed`` and the
-    rest are read; a file named directly that cannot be used raises
-    :class:`InvalidDocumentError`. With ``strict``, so does the first file of a folder
-    that has a loader but cannot be used (unreadable, too large, not text, no text, a
-    missing extra); unsupported types and links leaving the folder are still skipped.
-    Document ids are ``id_prefix`` plus the paths relative to ``path`` (POSIX style, see
-    :func:`document_id_for`)."""
+    A folder's files are read, and those left out are reported in ``skipped`` or
+    ``failed`` (see :class:`LoadedFiles`). A file named directly that cannot be used
+    raises :class:`UnusableFileError` (failed) or :class:`InvalidDocumentError` (an
+    unsupported type). With ``strict``, the first file of a folder that fails raises
+    :class:`UnusableFileError` too; skipped files never stop it. ``within``: folders
+    ``path`` must be in (real paths compared, ``..`` and links resolved), opened from
+    them name by name without following a link, so that a link swapped in after this
+    check is refused as well. Document ids are ``id_prefix`` plus the paths relative to
+    ``path`` (POSIX style, see :func:`document_id_for`). Each file is parsed under
+    ``parse_limits`` (:func:`remy_retriever.loaders.load_bytes`): one over it fails
+    (:class:`~remy_retriever.errors.ParseBudgetError`'s message)."""
     shown = check_path(path)
     prefix = check_id_prefix(id_prefix)
-    try:
-        info = os.stat(shown)
-    except FileNotFoundError:
-        msg = f"cannot ingest {shown!r}: no such file or directory"
-        raise InvalidDocumentError(msg) from None
-    except OSError as exc:
-        msg = f"cannot ingest {shown!r}: {exc.strerror or exc}; check the path and permissions"
-        raise InvalidDocumentError(msg) from exc
-    real = os.path.realpath(shown)
-    if _is_pseudo(real):
-        msg = (
-            f"cannot ingest {shown!r}: it is under {_pseudo_root(real)}, a pseudo-filesystem "
-            "of the kernel, not documents; pass a folder of text files"
-        )
-        raise InvalidDocumentError(msg)
+    given = _locate(shown, _check_within(within))
     meta = _check_metadata(metadata)
-    if stat.S_ISDIR(info.st_mode):
-        return _Folder(shown, real, meta, max_bytes, prefix, strict).read()
-    if not stat.S_ISREG(info.st_mode):
-        msg = f"cannot ingest {shown!r}: it is {_kind(info.st_mode)}, not a file or folder"
-        raise InvalidDocumentError(msg)
+    if stat.S_ISDIR(given.info.st_mode):
+        try:
+            top: int | OSError = given.open(shown, folder=True)
+        except OSError as exc:
+            top = exc
+        try:
+            return _read_folder(
+                top, shown, given.real, meta, max_bytes, prefix, strict, parse_limits
+            )
+        finally:
+            if isinstance(top, int):
+                os.close(top)
     name = os.path.basename(os.path.normpath(shown))
+    opener = partial(given.open, shown, folder=False)
     try:
-        doc = _document(real, name, shown, meta, max_bytes, prefix)
-    except (_Skip, _Fail) as exc:
+        doc = _document(opener, name, shown, meta, max_bytes, prefix, parse_limits)
+    except _Skip as exc:
         msg = f"cannot ingest {printable(shown)!r}: {exc}"
         raise InvalidDocumentError(msg) from None
-    folder = os.path.realpath(os.path.dirname(os.path.abspath(shown)))
+    except _Fail as exc:
+        msg = f"cannot ingest {printable(shown)!r}: {exc}"
+        raise UnusableFileError(msg) from None
+    folder = real_path(os.path.dirname(os.path.abspath(shown)))
     return LoadedFiles((doc,), root=folder, present=frozenset({doc.id}))
+
+
+@dataclass(frozen=True)
+class _Given:
+    """A path the caller named: its real path, what ``stat`` said it is, and, with
+    ``within``, the allowed folder it is under and the names from there down to it."""
+
+    real: str
+    info: os.stat_result
+    top: str | None = None
+    names: tuple[str, ...] = ()
+
+    def open(self, shown: str, *, folder: bool) -> int:
+        """A descriptor for it, checked to be what ``stat`` saw (raises OSError)."""
+        if self.top is None:
+            return check_same(os.open(shown, _GIVEN_FOLDER if folder else _GIVEN_FILE), self.info)
+        top = os.open(self.top, _GIVEN_FOLDER)
+        try:
+            return open_below(top, self.names, folder=folder, same_as=self.info)
+        finally:
+            os.close(top)
+
+
+def _read_folder(
+    top: int | OSError,
+    shown: str,
+    real: str,
+    metadata: dict[str, Any],
+    max_bytes: int,
+    prefix: str,
+    strict: bool,
+    parse_limits: ParseLimits | None,
+) -> LoadedFiles:
+    """Walk the folder (``top``: its descriptor, or why it could not be opened), then
+    read each file found, from a descriptor the walk opens."""
+    walk = FolderWalk(real, max_bytes, strict)
+    docs: list[Document] = []
+    for found in walk.walk(top, shown):
+        try:
+            opener = partial(walk.open, found)
+            docs.append(
+                _document(opener, found.rel, found.shown, metadata, max_bytes, prefix, parse_limits)
+            )
+        except _Skip as exc:
+            walk.skip(found.shown, str(exc))
+        except _Fail as exc:
+            walk.fail(found.shown, str(exc))
+    return LoadedFiles(
+        tuple(docs),
+        tuple(walk.skipped),
+        tuple(walk.failed),
+        root=real,
+        folder=True,
+        present=frozenset(prefix + document_id_for(rel) for rel in walk.present),
+        unlisted=tuple(
+            prefix + (document_id_for(rel) + "/" if rel else "") for rel in walk.unlisted
+        ),
+    )
+
+
+def _check_within(within: object) -> tuple[str, ...] | None:
+    """``within`` as real paths (one path or a list of them), or None."""
+    if within is None:
+        return None
+    if isinstance(within, (str, os.PathLike)):
+        within = [within]
+    if not isinstance(within, (list, tuple)):
+        msg = (
+            "within= takes the folders a path must be in, as a path or a list of paths, "
+            f"got {type(within).__name__} {short_repr(within)}"
+        )
+        raise InvalidInputError(msg)
+    return tuple(real_path(check_path(root)) for root in within)
+
+
+def _locate(shown: str, within: tuple[str, ...] | None) -> _Given:
+    """Where ``shown`` is, and what (raises InvalidDocumentError naming the problem)."""
+    if within is None:
+        try:
+            given = _Given(real_path(shown), os.stat(shown))
+        except OSError as exc:
+            _cannot(shown, exc)
+    else:
+        real = resolve_inside(shown, within)
+        top = max((root for root in within if inside(real, root)), key=len)
+        names = names_below(top, real)
+        try:
+            fd = os.open(top, _GIVEN_FOLDER)
+            try:
+                given = _Given(real, stat_below(fd, names), top, names)
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            _cannot(shown, exc)
+        if stat.S_ISLNK(given.info.st_mode):  # it was resolved: a link now is new
+            _cannot(shown, OSError(errno.ELOOP, os.strerror(errno.ELOOP)))
+    if _is_pseudo(given.real):
+        msg = (
+            f"cannot ingest {shown!r}: it is under {_pseudo_root(given.real)}, a "
+            "pseudo-filesystem of the kernel, not documents; pass a folder of text files"
+        )
+        raise InvalidDocumentError(msg)
+    mode = given.info.st_mode
+    if not stat.S_ISDIR(mode) and not stat.S_ISREG(mode):
+        msg = f"cannot ingest {shown!r}: it is {kind_of(mode)}, not a file or folder"
+        raise InvalidDocumentError(msg)
+    return given
+
+
+def _cannot(shown: str, exc: OSError) -> NoReturn:
+    if isinstance(exc, FileNotFoundError):
+        msg = f"cannot ingest {shown!r}: no such file or directory"
+        raise InvalidDocumentError(msg) from None
+    if changed_on_the_way(exc):
+        msg = f"cannot ingest {shown!r}: {open_problem(exc)}"
+        raise InvalidDocumentError(msg) from None
+    msg = f"cannot ingest {shown!r}: {exc.strerror or exc}; check the path and permissions"
+    raise InvalidDocumentError(msg) from exc
 
 
 def _check_metadata(metadata: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -180,140 +310,17 @@ def document_id_for(relative_path: str) -> str:
     return "".join(out)
 
 
-@dataclass
-class _Folder:
-    """One folder ingest: walks ``shown`` (the path as given) whose real path is ``real``."""
-
-    shown: str
-    real: str
-    metadata: dict[str, Any]
-    max_bytes: int
-    prefix: str = ""
-    strict: bool = False
-    skipped: list[FileIssue] = field(default_factory=list)
-    failed: list[FileIssue] = field(default_factory=list)
-    # (relative path, path as shown, real path, reached through a link)
-    files: list[tuple[str, str, str, bool]] = field(default_factory=list)
-    folders: set[str] = field(default_factory=set)
-    present: set[str] = field(default_factory=set)
-    unlisted: list[str] = field(default_factory=list)
-
-    def read(self) -> LoadedFiles:
-        self.folders.add(self.real)
-        self._scan(self.shown, self.real, "")
-        docs: list[Document] = []
-        for rel, shown, real in self._unique():
-            try:
-                docs.append(_document(real, rel, shown, self.metadata, self.max_bytes, self.prefix))
-            except _Skip as exc:
-                self.skip(shown, str(exc), error=True)
-            except _Fail as exc:
-                self.fail(shown, str(exc))
-        return LoadedFiles(
-            tuple(docs),
-            tuple(self.skipped),
-            tuple(self.failed),
-            root=self.real,
-            folder=True,
-            present=frozenset(self.present),
-            unlisted=tuple(self.unlisted),
-        )
-
-    def skip(self, shown: str, reason: str, *, error: bool = False) -> None:
-        """Leave ``shown`` out; ``error``: a file that has a loader but cannot be used
-        (with ``strict``, that stops the ingest)."""
-        if error and self.strict:
-            _stop(shown, reason)
-        self.skipped.append(FileIssue(printable(shown), reason))
-
-    def fail(self, shown: str, reason: str) -> None:
-        if self.strict:
-            _stop(shown, reason)
-        self.failed.append(FileIssue(printable(shown), reason))
-
-    def _scan(self, folder: str, real_folder: str, rel: str) -> None:
-        try:
-            with os.scandir(folder) as found:
-                entries = sorted(found, key=lambda e: e.name)
-        except OSError as exc:
-            self.unlisted.append(self.prefix + (document_id_for(rel) + "/" if rel else ""))
-            reason = f"cannot list this folder: {exc.strerror or exc}; check its permissions"
-            self.fail(folder, reason)
-            return
-        for entry in entries:
-            shown = os.path.join(folder, entry.name)
-            child_rel = f"{rel}/{entry.name}" if rel else entry.name
-            self.present.add(self.prefix + document_id_for(child_rel))
-            linked = False
-            try:
-                linked = entry.is_symlink()
-                if linked:
-                    real = os.path.realpath(shown)
-                    if not inside(real, self.real):
-                        self.skip(
-                            shown,
-                            f"a symbolic link to {printable(real)!r}, outside the folder "
-                            "(links are followed only within it)",
-                        )
-                        continue
-                    info = os.stat(shown)
-                else:
-                    real = os.path.join(real_folder, entry.name)
-                    info = entry.stat(follow_symlinks=False)
-            except OSError as exc:
-                self.skip(shown, _link_problem(exc) if linked else f"cannot stat: {exc.strerror}")
-                continue
-            if _is_pseudo(real):
-                self.skip(shown, f"under {_pseudo_root(real)}, a pseudo-filesystem")
-            elif stat.S_ISDIR(info.st_mode):
-                if real in self.folders:
-                    self.skip(shown, f"a link to a folder already read ({printable(real)!r})")
-                    continue
-                self.folders.add(real)
-                self._scan(shown, real, child_rel)
-            elif not stat.S_ISREG(info.st_mode):
-                self.skip(shown, f"{_kind(info.st_mode)}, not a regular file")
-            elif loader_for(entry.name) is None:
-                suffix = os.path.splitext(entry.name)[1] or "(no suffix)"
-                self.skip(
-                    shown,
-                    f"unsupported type {printable(suffix)!r} (no loader for it; "
-                    "remy_retriever.loaders.register_loader adds one)",
-                )
-            elif info.st_size > self.max_bytes:
-                self.skip(shown, _too_large(info.st_size, self.max_bytes), error=True)
-            else:
-                self.files.append((child_rel, shown, real, linked))
-
-    def _unique(self) -> list[tuple[str, str, str]]:
-        """Each real file once: by its own path when the folder holds it, else by the
-        first link to it."""
-        chosen: dict[str, tuple[str, str, bool]] = {}
-        for rel, shown, real, linked in self.files:
-            if real not in chosen or (chosen[real][2] and not linked):
-                chosen[real] = (rel, shown, linked)
-        out: list[tuple[str, str, str]] = []
-        for rel, shown, real, _ in self.files:
-            keep = chosen[real]
-            if keep[0] == rel:
-                out.append((rel, shown, real))
-            else:
-                self.skip(shown, f"the same file as {printable(keep[1])!r} (through a link)")
-        return out
-
-
-def _stop(shown: str, reason: str) -> None:
-    msg = (
-        f"stopped at {printable(shown)!r} (strict): {reason}; nothing was stored. Fix or "
-        "move the file, or ingest without strict to skip it and keep the rest"
-    )
-    raise InvalidDocumentError(msg)
-
-
 def _document(
-    real: str, rel: str, shown: str, metadata: dict[str, Any], max_bytes: int, prefix: str
+    opener: Callable[[], int],
+    rel: str,
+    shown: str,
+    metadata: dict[str, Any],
+    max_bytes: int,
+    prefix: str,
+    parse_limits: ParseLimits | None = DEFAULT_PARSE_LIMITS,
 ) -> Document:
-    """The Document for one file (raises _Skip or _Fail)."""
+    """The Document for one file, read from the descriptor ``opener`` gives (raises
+    _Skip or _Fail)."""
     doc_id = prefix + document_id_for(rel)
     if len(doc_id) > _MAX_ID_LEN:
         msg = (
@@ -327,11 +334,11 @@ def _document(
         suffix = os.path.splitext(name)[1] or "(no suffix)"
         msg = f"unsupported type {printable(suffix)!r} (no loader for it)"
         raise _Skip(msg)
-    raw = _read(real, max_bytes)
+    raw = _read(opener, max_bytes)
     try:
-        loaded = loader(raw, name)
+        loaded = load_bytes(raw, name, limits=parse_limits)
     except (InvalidDocumentError, MissingExtraError) as exc:
-        raise _Skip(str(exc)) from None
+        raise _Fail(str(exc)) from None
     shown_name = printable(name)
     pages: dict[str, Any] = {}
     if loaded.pages is not None:
@@ -348,24 +355,22 @@ def _document(
             **pages,
         )
     except InvalidDocumentError as exc:
-        raise _Skip(str(exc)) from None
+        raise _Fail(str(exc)) from None
 
 
-def _read(path: str, max_bytes: int) -> bytes:
-    """The bytes of the regular file ``path`` (no more than ``max_bytes``)."""
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+def _read(opener: Callable[[], int], max_bytes: int) -> bytes:
+    """The bytes of the regular file ``opener`` opens (no more than ``max_bytes``)."""
     try:
-        fd = os.open(path, flags | getattr(os, "O_NOFOLLOW", 0))
+        fd = opener()
     except OSError as exc:
-        msg = f"cannot read it: {exc.strerror or exc}; check its permissions"
-        raise _Fail(msg) from None
+        raise _Fail(open_problem(exc)) from None
     try:
         info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):  # replaced since it was listed
-            msg = f"it is {_kind(info.st_mode)}, not a regular file"
+        if not stat.S_ISREG(info.st_mode):
+            msg = f"it is {kind_of(info.st_mode)}, not a regular file"
             raise _Skip(msg)
         if info.st_size > max_bytes:
-            raise _Skip(_too_large(info.st_size, max_bytes))
+            raise _Fail(too_large(info.st_size, max_bytes))
         parts: list[bytes] = []
         left = max_bytes + 1
         while left > 0:
@@ -381,28 +386,8 @@ def _read(path: str, max_bytes: int) -> bytes:
         os.close(fd)
     data = b"".join(parts)
     if len(data) > max_bytes:  # grew after the check
-        raise _Skip(_too_large(len(data), max_bytes))
+        raise _Fail(too_large(len(data), max_bytes))
     return data
-
-
-def _too_large(size: int, limit: int) -> str:
-    return (
-        f"too large: {size:,} bytes, over the limit of {limit:,} bytes; split it, or raise "
-        "the limit with Retriever(max_document_bytes=...)"
-    )
-
-
-def _link_problem(exc: OSError) -> str:
-    if isinstance(exc, FileNotFoundError):
-        return "a broken symbolic link (its target does not exist)"
-    return f"a symbolic link that cannot be followed: {exc.strerror or exc}"
-
-
-def _kind(mode: int) -> str:
-    for test, name in _KINDS:
-        if test(mode):
-            return name
-    return "not a regular file"
 
 
 def _pseudo_root(real: str) -> str:

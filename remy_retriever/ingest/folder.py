@@ -17,6 +17,8 @@ from dataclasses import replace
 from typing import Any
 
 from ..errors import InvalidDocumentError, InvalidInputError
+from ..loaders import ParseLimits
+from ..loaders.limits import DEFAULT_PARSE_LIMITS
 from ..models.embeddings import Embedder
 from ..schema.records import DOCUMENT_ID_KEY, ROOT_KEY, document_fields, document_id_of
 from ..stores.sync import StoreSync
@@ -42,10 +44,18 @@ def ingest_paths(
     embedder: Embedder,
     max_tokens: int,
     progress: bool,
+    within: Any = None,
+    parse_limits: ParseLimits | None = DEFAULT_PARSE_LIMITS,
 ) -> IngestReport:
     """:meth:`remy_retriever.Retriever.ingest`: read every path, then write."""
     sources = read_sources(
-        paths, metadata=metadata, id_prefix=id_prefix, max_bytes=max_bytes, strict=strict
+        paths,
+        metadata=metadata,
+        id_prefix=id_prefix,
+        max_bytes=max_bytes,
+        strict=strict,
+        within=within,
+        parse_limits=parse_limits,
     )
     return ingest_sources(
         ingestor,
@@ -66,8 +76,11 @@ def read_sources(
     id_prefix: str | None,
     max_bytes: int,
     strict: bool,
+    within: Any = None,
+    parse_limits: ParseLimits | None = DEFAULT_PARSE_LIMITS,
 ) -> list[LoadedFiles]:
-    """Read every path (one, or a list); raise if two of them give the same id."""
+    """Read every path (one, or a list), each inside ``within`` when given (see
+    :func:`load_files`); raise if two of them give the same id."""
     if isinstance(paths, (str, os.PathLike)):
         given: list[Any] = [paths]
     elif isinstance(paths, (list, tuple)) and paths:
@@ -81,8 +94,23 @@ def read_sources(
     if not isinstance(strict, bool):
         msg = f"strict must be True or False, got {type(strict).__name__} {short_repr(strict)}"
         raise InvalidInputError(msg)
+    if parse_limits is not None and not isinstance(parse_limits, ParseLimits):
+        msg = (
+            "parse_limits must be a ParseLimits (like ParseLimits(seconds=60, "
+            f"memory_bytes=2**30)) or None, got {type(parse_limits).__name__} "
+            f"{short_repr(parse_limits)}"
+        )
+        raise InvalidInputError(msg)
     sources = [
-        load_files(p, metadata=metadata, max_bytes=max_bytes, id_prefix=id_prefix, strict=strict)
+        load_files(
+            p,
+            metadata=metadata,
+            max_bytes=max_bytes,
+            id_prefix=id_prefix,
+            strict=strict,
+            within=within,
+            parse_limits=parse_limits,
+        )
         for p in given
     ]
     first: dict[str, str | None] = {}

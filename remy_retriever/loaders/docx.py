@@ -13,8 +13,9 @@ import re
 import zipfile
 from typing import Any
 
-from ..errors import InvalidDocumentError, RemyError
+from ..errors import InvalidDocumentError, ParseBudgetError, RemyError
 from .base import LoadedText, MissingExtraError, clean_text, clean_title, missing_extra_message
+from .limits import active_limits
 
 __all__ = ["load_docx"]
 
@@ -22,6 +23,11 @@ _HEADING_STYLE = re.compile(r"heading\s*([1-9])", re.IGNORECASE)
 # A .docx is a zip file: refuse one whose parts would expand beyond this (a zip bomb).
 _MAX_UNPACKED_BYTES = 512 * 2**20
 _MAX_STYLE_DEPTH = 10
+# lxml takes up to about this many bytes of memory per byte of XML it parses, so the XML
+# parts may be at most this part of the memory budget.
+_XML_SHARE = 20
+# Word numbers list levels 0-8; a deeper level is indented as the deepest.
+_MAX_LIST_LEVEL = 8
 
 
 def _python_docx() -> Any:
@@ -79,7 +85,9 @@ def _is_item(block: str) -> bool:
 def _check_zip(data: bytes, name: str) -> None:
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
-            unpacked = sum(info.file_size for info in archive.infolist())
+            infos = archive.infolist()
+        unpacked = sum(info.file_size for info in infos)
+        xml = sum(info.file_size for info in infos if info.filename.endswith((".xml", ".rels")))
     except (zipfile.BadZipFile, OSError, ValueError) as exc:
         msg = (
             f"cannot read DOCX {name!r}: it is not a .docx (zip) file ({exc}); an old binary "
@@ -92,6 +100,16 @@ def _check_zip(data: bytes, name: str) -> None:
             f"{_MAX_UNPACKED_BYTES:,} (a zip bomb?)"
         )
         raise InvalidDocumentError(msg)
+    limits = active_limits()
+    if limits is not None and xml > limits.memory_bytes // _XML_SHARE:
+        msg = (
+            f"cannot read DOCX {name!r}: too large or too slow to parse (its XML parts "
+            f"expand to {xml:,} bytes; parsing them would take more than the memory budget "
+            f"of {limits.describe()}, which allows {limits.memory_bytes // _XML_SHARE:,} "
+            "bytes of XML); split the document, or raise the budget (ParseLimits, remy "
+            "ingest --max-parse-memory)"
+        )
+        raise ParseBudgetError(msg)
 
 
 def _paragraph(paragraph: Any) -> tuple[str, int]:
@@ -128,11 +146,18 @@ def _list_level(paragraph: Any) -> int | None:
     num_pr = p_pr.numPr if p_pr is not None else None
     if num_pr is not None:
         ilvl = num_pr.ilvl
-        return int(ilvl.val) if ilvl is not None and ilvl.val is not None else 0
+        level = int(ilvl.val) if ilvl is not None and ilvl.val is not None else 0
+        return min(max(level, 0), _MAX_LIST_LEVEL)
     style_name = str(paragraph.style.name or "") if paragraph.style is not None else ""
     if style_name.lower().startswith("list"):
-        match = re.search(r"(\d+)\s*$", style_name)
-        return int(match.group(1)) - 1 if match else 0
+        # "List Bullet 2" is level 1: the number ending the name (read without a regular
+        # expression, which would backtrack over a long run of digits)
+        stem = style_name.rstrip()
+        digits = len(stem) - len(stem.rstrip("0123456789"))
+        if not digits:
+            return 0
+        number = int(stem[-digits:]) if digits <= 3 else _MAX_LIST_LEVEL + 1
+        return min(max(number - 1, 0), _MAX_LIST_LEVEL)
     return None
 
 

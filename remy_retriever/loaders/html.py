@@ -86,6 +86,9 @@ _MAX_URL_CHARS = 2048
 # markdownify recurses about three frames per element level: below this depth an element
 # is converted as plain lines of text instead.
 _MAX_DEPTH = 100
+# A run of more blanks than this is shortened before conversion (see _bound_blanks).
+_MAX_BLANK_RUN = 256
+_LONG_BLANKS = re.compile(rf"[ \t\r\n]{{{_MAX_BLANK_RUN + 1},}}")
 # Boilerplate holding more than this share of the page's text is kept: it is the page.
 _MOST_OF_PAGE = 0.5
 
@@ -115,8 +118,9 @@ def load_html(data: bytes, name: str) -> LoadedText:
         body = soup.body or soup
         for head in body.find_all("head"):
             head.decompose()
-        _drop_clutter(body)
+        _drop_clutter(body, bs4)
         _flatten_deep(body, bs4.Tag)
+        _bound_blanks(body, bs4)
         converter = markdownify.MarkdownConverter(
             heading_style="ATX",
             bullets="-",
@@ -179,22 +183,78 @@ def _canonical(soup: Any) -> str | None:
     return None
 
 
-def _drop_clutter(body: Any) -> None:
-    for tag in body.find_all(_DROP_TAGS):
-        if not tag.decomposed:
-            tag.decompose()
-    for tag in body.find_all("header"):
-        if not tag.decomposed and tag.find_parent(_SECTIONING) is None:
-            tag.decompose()
-    for tag in body.find_all(_hidden):
-        if not tag.decomposed:
-            tag.decompose()
-    total = len(body.get_text(" ", strip=True)) or 1
-    for tag in body.find_all(_boilerplate):
-        if tag.decomposed or tag is body:
+def _drop_clutter(body: Any, bs4: Any) -> None:
+    """Remove the clutter (module docstring) in walks over the tree that never revisit a
+    subtree: first the tags dropped by name, site headers and hidden elements; then
+    boilerplate holding at most :data:`_MOST_OF_PAGE` of the text that is left."""
+    drop: list[Any] = []
+    stack: list[tuple[Any, bool]] = [(body, False)]
+    while stack:
+        tag, in_section = stack.pop()
+        for child in tag.contents:
+            if not isinstance(child, bs4.Tag):
+                continue
+            if (
+                child.name in _DROP_TAGS
+                or (child.name == "header" and not in_section)
+                or _hidden(child)
+            ):
+                drop.append(child)
+            else:
+                stack.append((child, in_section or child.name in _SECTIONING))
+    for tag in drop:
+        tag.decompose()
+    sizes = _text_sizes(body, bs4)
+    total = sizes.get(id(body), 0) or 1
+    drop = []
+    walk: list[Any] = [body]
+    while walk:
+        tag = walk.pop()
+        for child in tag.contents:
+            if not isinstance(child, bs4.Tag):
+                continue
+            if _boilerplate(child) and sizes.get(id(child), 0) / total <= _MOST_OF_PAGE:
+                drop.append(child)
+            else:
+                walk.append(child)
+    for tag in drop:
+        tag.decompose()
+
+
+def _text_sizes(body: Any, bs4: Any) -> dict[int, int]:
+    """The characters of text (stripped strings, one separator each) under every tag,
+    by ``id``, computed bottom-up in one walk."""
+    plain = (bs4.NavigableString, bs4.CData)
+    sizes: dict[int, int] = {}
+    order: list[Any] = []
+    stack: list[Any] = [body]
+    while stack:
+        tag = stack.pop()
+        order.append(tag)
+        stack.extend(child for child in tag.contents if isinstance(child, bs4.Tag))
+    for tag in reversed(order):  # children before their parent
+        size = 0
+        for child in tag.contents:
+            if isinstance(child, bs4.Tag):
+                size += sizes[id(child)]
+            elif type(child) in plain and (text := child.strip()):
+                size += len(text) + 1
+        sizes[id(tag)] = size
+    return sizes
+
+
+def _bound_blanks(body: Any, bs4: Any) -> None:
+    """Shorten every run of more than :data:`_MAX_BLANK_RUN` blanks: to that many inside
+    ``<pre>`` (where blanks are layout), to one elsewhere (where a browser shows one).
+    markdownify's own expressions take time quadratic in the length of such a run."""
+    for string in body.find_all(string=_LONG_BLANKS.search):
+        if type(string) not in (bs4.NavigableString, bs4.CData):
             continue
-        if len(tag.get_text(" ", strip=True)) / total <= _MOST_OF_PAGE:
-            tag.decompose()
+        if string.find_parent("pre") is not None:
+            shorter = _LONG_BLANKS.sub(lambda m: m.group()[:_MAX_BLANK_RUN], string)
+        else:
+            shorter = _LONG_BLANKS.sub(lambda m: "\n" if "\n" in m.group() else " ", string)
+        string.replace_with(type(string)(shorter))
 
 
 def _flatten_deep(body: Any, tag_type: type) -> None:

@@ -11,14 +11,17 @@ its pages.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import math
 import re
 from collections import Counter
+from collections.abc import Iterator
 from typing import Any
 
-from ..errors import InvalidDocumentError, RemyError
+from ..errors import InvalidDocumentError, ParseBudgetError, RemyError
 from .base import LoadedText, MissingExtraError, clean_text, clean_title, missing_extra_message
+from .limits import active_limits
 
 __all__ = ["load_pdf"]
 
@@ -30,6 +33,29 @@ _PLACEHOLDER_TITLES = frozenset({"untitled", "anonymous", "(anonymous)", "untitl
 _MAX_HEADING_WORDS = 15
 # A line is a heading when its font is at least this much larger than the body text's.
 _HEADING_SCALE = 1.15
+# Under a budget, one stream may decompress to at most this part of the memory budget.
+_STREAM_SHARE = 8
+# pypdf's caps on what one stream may take, as configuration fields and as the module
+# constants of versions before its Configuration.
+_CAPS = (
+    "maximum_declared_stream_length",
+    "array_based_stream_maximum_output_length",
+    "jbig2_maximum_output_length",
+    "lzw_maximum_output_length",
+    "run_length_maximum_output_length",
+    "zlib_maximum_output_length",
+    "brotli_maximum_output_length",
+    "image_maximum_buffer_size",
+    "stream_decoding_work_maximum_length",
+)
+_LEGACY_CAPS = (
+    "MAX_DECLARED_STREAM_LENGTH",
+    "MAX_ARRAY_BASED_STREAM_OUTPUT_LENGTH",
+    "JBIG2_MAX_OUTPUT_LENGTH",
+    "LZW_MAX_OUTPUT_LENGTH",
+    "RUN_LENGTH_MAX_OUTPUT_LENGTH",
+    "ZLIB_MAX_OUTPUT_LENGTH",
+)
 
 
 def _pypdf() -> Any:
@@ -46,6 +72,12 @@ def load_pdf(data: bytes, name: str) -> LoadedText:
     """The text of a PDF, page by page; title from its metadata, else its first
     heading-like line. A PDF with no text layer at all is refused (OCR is not done)."""
     pypdf = _pypdf()
+    with _stream_caps(pypdf):
+        return _load(pypdf, data, name)
+
+
+def _load(pypdf: Any, data: bytes, name: str) -> LoadedText:
+    limit_reached = getattr(pypdf.errors, "LimitReachedError", ())  # pypdf 5.1 and later
     try:
         reader = pypdf.PdfReader(io.BytesIO(data))
         if reader.is_encrypted and not _decrypted(reader):
@@ -58,6 +90,15 @@ def load_pdf(data: bytes, name: str) -> LoadedText:
         meta_title = _metadata_title(reader)
     except RemyError:
         raise
+    except limit_reached as exc:
+        limits = active_limits()
+        budget = f" (the budget per file is {limits.describe()})" if limits else ""
+        msg = (
+            f"cannot read PDF {name!r}: too large or too slow to parse: {exc}{budget}; "
+            "split the file, or raise the budget (ParseLimits, remy ingest "
+            "--max-parse-memory)"
+        )
+        raise ParseBudgetError(msg) from None
     except Exception as exc:  # pypdf raises many kinds on a damaged file
         msg = f"cannot read PDF {name!r}: {type(exc).__name__}: {exc}; is it a valid PDF?"
         raise InvalidDocumentError(msg) from exc
@@ -80,6 +121,30 @@ def load_pdf(data: bytes, name: str) -> LoadedText:
         type="pdf",
         pages=tuple(pages),
     )
+
+
+@contextlib.contextmanager
+def _stream_caps(pypdf: Any) -> Iterator[None]:
+    """Under a budget (:func:`active_limits`), cap what pypdf may decompress from one
+    stream to a share of the memory budget, so a stream that inflates past it is refused
+    before it is materialised. pypdf 6.4 and later take a configuration; earlier ones
+    read module constants (then this runs in a worker process, which is alone in it)."""
+    limits = active_limits()
+    if limits is None:
+        yield
+        return
+    most = limits.memory_bytes // _STREAM_SHARE
+    apply = getattr(pypdf, "apply_configuration", None)
+    if apply is not None:
+        current = pypdf.get_configuration()
+        caps = {f: min(getattr(current, f), most) for f in _CAPS if hasattr(current, f)}
+        with apply(**caps):
+            yield
+        return
+    for legacy in _LEGACY_CAPS:
+        if hasattr(pypdf.filters, legacy):
+            setattr(pypdf.filters, legacy, min(getattr(pypdf.filters, legacy), most))
+    yield
 
 
 def _decrypted(reader: Any) -> bool:

@@ -62,9 +62,11 @@ MemoryId = Annotated[
 
 
 class _Args(BaseModel):
-    """Arguments: unknown names are refused (a typo must not silently drop a filter)."""
+    """Arguments: unknown names are refused (a typo must not silently drop a filter), and
+    validation is strict: a value must have the type the published JSON Schema gives it
+    (``k="5"``, ``k=True`` or ``rerank="0"`` are refused, not converted)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 class SearchArgs(_Args):

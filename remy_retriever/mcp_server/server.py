@@ -6,6 +6,10 @@ depend on the guards (a pinned container tag removes arguments), and every call 
 come back as a tool result, an error one for bad arguments, which is easiest to
 guarantee with one ``tools/call`` handler of our own.
 
+Arguments are checked before anything else runs: nesting, integer size and text
+(:func:`remy_retriever.util.json_limits.check_json_value`), then the tool's argument
+model in strict mode (:mod:`.schemas`), as strict as the JSON Schema it publishes.
+
 Engine calls run in a worker thread, one at a time (the engine is not meant for
 concurrent calls on one ``Retriever``), so the event loop keeps answering pings and
 cancellations during a long ``add_documents``. Any exception becomes a tool error result
@@ -34,10 +38,12 @@ import anyio.to_thread
 import mcp_types as types
 from mcp.server import Server, ServerRequestContext
 from mcp.server.stdio import stdio_server
+from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 
 from .. import __version__
 from ..errors import InvalidInputError, RemyError, RerankerUnavailableError
+from ..util.json_limits import check_json_value
 from .formatting import DOCUMENT_URI_TEMPLATE, document_id_from_uri, document_uri
 from .tools import RemyTools, ToolResult, ToolSpec
 
@@ -81,6 +87,7 @@ def build_server(tools: RemyTools) -> Server[Any]:
         ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
         try:
+            check_json_value(params.arguments or {}, what=f"{params.name}: arguments")
             result = await in_worker(lambda: tools.call(params.name, params.arguments))
         except RerankerUnavailableError as exc:  # rerank=true, no reranker on this machine
             logger.info("tool %r refused: %s", params.name, exc)
@@ -197,15 +204,29 @@ def serve(
     host: str = "127.0.0.1",
     port: int = 8000,
     api_keys: Sequence[str] = (),
+    listen: Callable[[Any], None] | None = None,
 ) -> None:
     """Serve ``tools`` until the client disconnects (stdio) or the process is stopped
     (streamable HTTP, at ``http://HOST:PORT/mcp``; with ``api_keys``, only to callers
-    sending one of them as a bearer token)."""
+    sending one of them as a bearer token). ``listen(app)``, if given, serves the HTTP
+    application (``remy mcp`` passes its listener, with the browser-origin checks and
+    the connection limits); without it, plain uvicorn does."""
     server = build_server(tools)
     if transport == "stdio":
         anyio.run(_serve_stdio, server)
+        return
+    # The listener checks Host and Origin for every name it was given (--allowed-host);
+    # the SDK's own check knows only the loopback names, so it steps aside then.
+    security = (
+        None if listen is None else TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    )
+    app: Any = server.streamable_http_app(host=host, transport_security=security)
+    if api_keys:
+        app = BearerAuth(app, tuple(api_keys))
+    if listen is not None:
+        listen(app)
     else:
-        anyio.run(_serve_http, server, host, port, tuple(api_keys))
+        anyio.run(_serve_http, app, host, port)
 
 
 async def _serve_stdio(server: Server[Any]) -> None:
@@ -213,13 +234,10 @@ async def _serve_stdio(server: Server[Any]) -> None:
         await server.run(read_stream, write_stream, server.create_initialization_options())
 
 
-async def _serve_http(server: Server[Any], host: str, port: int, keys: tuple[str, ...]) -> None:
+async def _serve_http(app: Any, host: str, port: int) -> None:
     # lazy: uvicorn comes with the mcp extra and serves only this transport
     import uvicorn
 
-    app: Any = server.streamable_http_app(host=host)
-    if keys:
-        app = BearerAuth(app, keys)
     config = uvicorn.Config(app, host=host, port=port, log_level="warning")
     await uvicorn.Server(config).serve()
 

@@ -16,8 +16,10 @@ Guards (:class:`Guards`, from ``remy mcp``'s flags):
   a short file in the pinned container is also a memory there, linked to the document.
 - ``allowed_roots``: ``add_documents`` exists only with at least one, and reads only
   paths whose real path (``..`` and links resolved) is inside one
-  (:func:`remy_retriever.util.paths.resolve_inside`); inside a folder, links leaving
-  it are skipped by the ingest itself.
+  (:func:`remy_retriever.util.paths.resolve_inside`). The ingest checks it again on
+  what it opens (``within=``: opened from the allowed folder name by name, never
+  through a link), so a link swapped in after this check leads nowhere; inside a
+  folder, links leaving it are skipped by the ingest itself.
 
 Every failure is a :class:`~remy_retriever.errors.RemyError` whose message names the
 argument and the fix; the server turns it into a tool error result.
@@ -34,7 +36,7 @@ from pydantic import BaseModel, ValidationError
 
 from ..errors import InvalidInputError
 from ..memory import LinkedDocuments, MemoryStore, tag_of
-from ..memory.model import Memory, MemoryNotFoundError
+from ..memory.model import Memory
 from ..retriever import Retriever
 from ..schema.document import CONTAINER_TAG_KEY
 from ..schema.filters import and_where, scope_where
@@ -304,7 +306,7 @@ class RemyTools:
     def _search_documents(self, args: SearchDocumentsArgs) -> ToolResult:
         scope = self._scope(args.container_tags or None)
         tree = where_from_filters(
-            args.filters, values=lambda key: self.documents.metadata_values(key, where=scope)
+            args.filters, values=lambda keys: self.documents.scan_metadata_values(keys, where=scope)
         )
         where = and_where(tree, scope)
         response = self.documents.search_documents(args.query, limit=args.limit, where=where)
@@ -329,15 +331,14 @@ class RemyTools:
 
     def _update_memory(self, args: UpdateMemoryArgs) -> ToolResult:
         store = self._store()
-        self._check_container(store.get(args.id))
+        store.get(args.id, container_tags=self._pinned())
         memory = store.update(args.id, args.new_content)
         return ToolResult(_memory_line(f"Updated {args.id} ->", memory), memory.to_dict())
 
     def _forget_memory(self, args: ForgetMemoryArgs) -> ToolResult:
         store = self._store()
         if args.id is not None:
-            target = store.get(args.id)
-            self._check_container(target)
+            target = store.get(args.id, container_tags=self._pinned())
         else:
             target = store.find_by_content(
                 str(args.content), container_tag=self.guards.container_tag
@@ -352,10 +353,10 @@ class RemyTools:
         real = resolve_inside(args.path, roots, base=roots[0])
         pin = self.guards.container_tag
         if self._linked is not None:
-            report = self._linked.ingest(real, tag=pin, progress=False)
+            report = self._linked.ingest(real, tag=pin, progress=False, within=roots)
         else:
             metadata = None if pin is None else {CONTAINER_TAG_KEY: pin}
-            report = self.documents.ingest(real, metadata=metadata, progress=False)
+            report = self.documents.ingest(real, metadata=metadata, progress=False, within=roots)
         structured = {
             "added": list(report.added),
             "updated": list(report.updated),
@@ -375,14 +376,11 @@ class RemyTools:
 
     # -- memories of the pinned container only ---------------------------------------------
 
-    def _check_container(self, memory: Memory) -> None:
+    def _pinned(self) -> list[str] | None:
+        """The containers whose memories may be named by id (``None``: every one); a
+        memory elsewhere is reported exactly as an unknown id."""
         pin = self.guards.container_tag
-        if pin is not None and memory.container_tag != pin:
-            msg = (
-                f"no memory with id {memory.id!r} in container {pin!r} (this server is pinned "
-                "to it); search_memories lists the memories you can change"
-            )
-            raise MemoryNotFoundError(msg)
+        return None if pin is None else [pin]
 
     # -- documents as resources -----------------------------------------------------------
 

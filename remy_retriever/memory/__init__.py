@@ -5,7 +5,9 @@ Modules: :mod:`.store` (:class:`MemoryStore`), :mod:`.model` (:class:`Memory`, i
 errors and its document form), :mod:`.checks` (argument checks), :mod:`.context`
 (reading versions back; related memories), :mod:`.results` (search results),
 :mod:`.linked` (:class:`LinkedDocuments`: tagged documents and the memory each short one
-becomes, the rule ``remy serve`` and ``remy mcp`` share), :mod:`.values` (the metadata
+becomes, the rule ``remy serve`` and ``remy mcp`` share), :mod:`.journal` (the crash
+journal that keeps a document and its memory in step, and :class:`MemoryReport`, what
+``LinkedDocuments.check`` finds), :mod:`.values` (the metadata
 values in a scope that supermemory filters are resolved against).
 Memory sits above the :class:`~remy_retriever.Retriever` facade and uses only its public
 API.
@@ -23,6 +25,7 @@ from ..supermemory.responses import (
     MemoryResult,
     MemorySearchResponse,
 )
+from .journal import MemoryReport
 from .linked import (
     CUSTOM_ID_KEY,
     RESERVED_KEYS,
@@ -30,8 +33,10 @@ from .linked import (
     DocumentNotFoundError,
     LinkedDocuments,
     check_metadata,
+    custom_document_id,
     public_metadata,
     tag_of,
+    wire_document_id,
 )
 from .model import Memory, MemoryNotFoundError, MemoryStateError, SearchMode
 from .store import MemoryStore
@@ -52,12 +57,15 @@ __all__ = [
     "Memory",
     "MemoryContext",
     "MemoryNotFoundError",
+    "MemoryReport",
     "MemoryResult",
     "MemorySearchResponse",
     "MemoryStateError",
     "MemoryStore",
     "SearchMode",
     "check_metadata",
+    "custom_document_id",
     "public_metadata",
     "tag_of",
+    "wire_document_id",
 ]

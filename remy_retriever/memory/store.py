@@ -99,7 +99,8 @@ class MemoryStore:
     ``document_container_key`` names the document metadata key that holds a document's
     container tag, so that ``container_tag`` also filters chunk results and linked
     documents; ``None`` makes documents shared by every container (``container_tag``
-    then filters memories only).
+    then filters memories only). ``bm25_statistics``: as for :class:`Retriever`, for the
+    memory collection (``"filter"``: a container's lexical scores are counted inside it).
     """
 
     def __init__(
@@ -114,6 +115,7 @@ class MemoryStore:
         reranker: Reranker | str | None = None,
         context_depth: int = 10,
         document_container_key: str | None = CONTAINER_TAG_KEY,
+        bm25_statistics: str = "collection",
     ) -> None:
         if retriever is not None and not isinstance(retriever, Retriever):
             msg = (
@@ -137,6 +139,7 @@ class MemoryStore:
             "client": client,
             "lexical_path": lexical_path,
             "reranker": reranker,
+            "bm25_statistics": bm25_statistics,
         }
         if embedder is None and embedder_backend is None and retriever is not None:
             # The linked retriever's embedder, unless the memory collection already
@@ -381,17 +384,22 @@ class MemoryStore:
 
     # -- reads --------------------------------------------------------------------------
 
-    def get(self, memory_id: str) -> Memory:
-        """The memory version with this id (also superseded or forgotten ones)."""
+    def get(self, memory_id: str, *, container_tags: Sequence[str] | None = None) -> Memory:
+        """The memory version with this id (also superseded or forgotten ones). With
+        ``container_tags``, a memory in another container (or in none) is reported
+        exactly as an unknown id is: same error, same message."""
         check_memory_id(memory_id)
         found = load_memories(self._store, [memory_id])
-        if memory_id not in found:
+        memory = found.get(memory_id)
+        if memory is None or (
+            container_tags is not None and memory.container_tag not in set(container_tags)
+        ):
             msg = (
                 f"no memory with id {memory_id!r} in collection {self._store.collection!r}; "
                 "check the id (memory ids look like 'mem_<32 hex digits>')"
             )
             raise MemoryNotFoundError(msg)
-        return found[memory_id]
+        return memory
 
     def history(self, memory_id: str) -> list[Memory]:
         """Every version of this memory along ``updates``, oldest first: from version 1
@@ -441,22 +449,33 @@ class MemoryStore:
         container_tags: Sequence[str] | None = None,
         limit: int = MAX_SCANNED_VALUES,
     ) -> list[MetadataValue]:
-        """The distinct values stored under ``key`` by the memories in
+        """:meth:`scan_metadata_values` for one key."""
+        return self.scan_metadata_values([key], container_tags=container_tags, limit=limit)[key]
+
+    def scan_metadata_values(
+        self,
+        keys: Sequence[str],
+        *,
+        container_tags: Sequence[str] | None = None,
+        limit: int = MAX_SCANNED_VALUES,
+    ) -> dict[str, list[MetadataValue]]:
+        """Per key, the distinct values stored under it by the memories in
         ``container_tags`` (``None``: every container) and the linked documents in them
-        (:meth:`Retriever.metadata_values`): what a memory search's supermemory filters
-        are resolved against. Values outside the containers are never read."""
+        (:meth:`Retriever.scan_metadata_values`): what a memory search's supermemory
+        filters are resolved against, every key in one pass over each collection. Values
+        outside the containers are never read."""
         scope = None if container_tags is None else list(container_tags)
-        values = self._store.metadata_values(
-            key, where=scope_where(scope, key=CONTAINER_KEY), limit=limit
+        values = self._store.scan_metadata_values(
+            keys, where=scope_where(scope, key=CONTAINER_KEY), limit=limit
         )
         if self._linked is not None:
             doc_scope = None if self.document_container_key is None else scope
             key_of_docs = self.document_container_key or CONTAINER_TAG_KEY
-            values += self._linked.metadata_values(
-                key,
-                where=scope_where(doc_scope, key=key_of_docs),
-                limit=limit,
+            linked = self._linked.scan_metadata_values(
+                keys, where=scope_where(doc_scope, key=key_of_docs), limit=limit
             )
+            for key, found in linked.items():
+                values[key] = values.get(key, []) + found
         return values
 
     # -- search -------------------------------------------------------------------------

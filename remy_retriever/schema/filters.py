@@ -32,12 +32,15 @@ __all__ = [
     "MAX_CONDITIONS",
     "MAX_DEPTH",
     "MAX_LIST_VALUES",
+    "MAX_SCANNED_CHUNKS",
+    "MAX_SCANNED_KEYS",
     "MAX_SCANNED_VALUES",
     "And",
     "Compare",
     "Filter",
     "Or",
     "and_where",
+    "check_scanned_keys",
     "document_where",
     "matches",
     "parse_where",
@@ -46,9 +49,37 @@ __all__ = [
     "to_chroma",
 ]
 
-#: Most distinct values a scan for a filter the ``where`` syntax lacks (substring,
-#: case-insensitive) reads before it refuses the filter (``Retriever.metadata_values``).
+# The limits of one filter, all here. A filter the ``where`` syntax lacks (substring,
+# case-insensitive, a negated order comparison) is resolved against the values stored
+# under its keys (:mod:`remy_retriever.search.values`), read inside the caller's scope in
+# one pass. The shape limits are checked on the filter alone, before any value is read;
+# the work limits count what is inside the scope only, so no answer depends on data the
+# caller may not see.
+
+#: Most distinct metadata keys one filter may resolve against stored values (shape).
+MAX_SCANNED_KEYS = 16
+#: Most distinct values (over all its keys) such a scan reads before it refuses the
+#: filter (work, inside the scope).
 MAX_SCANNED_VALUES = 10_000
+#: Most chunks such a scan reads before it refuses the filter (work, inside the scope).
+MAX_SCANNED_CHUNKS = 100_000
+
+
+def check_scanned_keys(keys: Iterable[str]) -> list[str]:
+    """The distinct ``keys`` a filter resolves against stored values, in order; more
+    than :data:`MAX_SCANNED_KEYS` raise :class:`InvalidFilterError` (decided on the
+    filter alone, before any value is read)."""
+    names = list(dict.fromkeys(keys))
+    if len(names) > MAX_SCANNED_KEYS:
+        msg = (
+            f"the filter resolves {len(names):,} metadata keys against their stored values "
+            "(string_contains, ignoreCase or a negated numeric comparison), over the limit "
+            f"of {MAX_SCANNED_KEYS} keys per request; filter on exact values for the others "
+            "(filterType 'metadata' without ignoreCase, or 'numeric')"
+        )
+        raise InvalidFilterError(msg)
+    return names
+
 
 Scalar = Union[str, int, float, bool]
 

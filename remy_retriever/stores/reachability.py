@@ -38,7 +38,9 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import StoreError
+from ..errors import InvalidInputError, StoreError
+from ..schema.options import check_int
+from ..util.reprs import short_repr
 from .dense import DenseStore
 from .files import read_json, write_json_atomic
 
@@ -49,6 +51,7 @@ __all__ = [
     "WIDE_K",
     "RawRecords",
     "ReinsertJournal",
+    "checked_sample",
     "choose_sample",
     "find_unreachable",
     "put_raw",
@@ -142,6 +145,18 @@ def query_vectors(dense: DenseStore, vectors: np.ndarray, n: int) -> list[list[t
         [(str(i), float(d)) for i, d in zip(ids, distances)]
         for ids, distances in zip(result["ids"], result["distances"])
     ]
+
+
+def checked_sample(repair: object, full: object, sample: object) -> int | None:
+    """``doctor``'s options checked: the sample size to pass on (``None``: every chunk).
+    Raises :class:`InvalidInputError` naming a flag that is not a bool, or a sample that
+    is not an int >= 0."""
+    for name, flag in (("repair", repair), ("full", full)):
+        if not isinstance(flag, bool):
+            msg = f"{name} must be True or False, got {type(flag).__name__} {short_repr(flag)}"
+            raise InvalidInputError(msg)
+    size = check_int("sample", sample, lo=0, hi=2**31)
+    return None if full else size
 
 
 def choose_sample(

@@ -28,11 +28,18 @@ condition also matches chunks without the key, as ``$ne``/``$nin`` do):
 
 ``where`` has no substring or case-insensitive operator, so ``string_contains``,
 ``ignoreCase`` and a negated order comparison are resolved against the values actually
-stored under the key: the caller passes ``values(key)`` (every stored value of ``key``,
-e.g. read from the document table), and the condition becomes an exact ``$in``/``$nin``
-over the values that match. Without ``values`` those conditions raise
-:class:`InvalidFilterError`. A value added after the translation is not in the list: the
-filter is exact for the store as it was when the search began.
+stored under the key: the caller passes ``values(keys)`` (the values stored under each
+of those keys inside the caller's scope, read in one pass,
+e.g. :meth:`remy_retriever.Retriever.scan_metadata_values`), and the condition becomes an
+exact ``$in``/``$nin`` over the values that match. Without ``values`` those conditions
+raise :class:`InvalidFilterError`. A value added after the translation is not in the
+list: the filter is exact for the store as it was when the search began.
+
+The tree's shape is checked in full before ``values`` is called: every condition, at most
+:data:`~remy_retriever.schema.filters.MAX_CONDITIONS` of them, and at most
+:data:`~remy_retriever.schema.filters.MAX_SCANNED_KEYS` keys to resolve. So a filter
+refused for its shape is refused before any stored value is read, whatever the store
+holds.
 
 The tree may also arrive as a JSON string (supermemory accepts both). Bad trees raise
 :class:`InvalidFilterError` naming the part that is wrong.
@@ -40,20 +47,27 @@ The tree may also arrive as a JSON string (supermemory accepts both). Bad trees 
 
 from __future__ import annotations
 
-import json
 import math
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from ..errors import InvalidFilterError
-from ..schema.filters import MAX_DEPTH, MAX_LIST_VALUES, parse_where
+from ..errors import InvalidFilterError, InvalidInputError
+from ..schema.filters import (
+    MAX_CONDITIONS,
+    MAX_DEPTH,
+    MAX_LIST_VALUES,
+    check_scanned_keys,
+    parse_where,
+)
+from ..util.json_limits import loads_limited
 from ..util.reprs import short_repr
 
 __all__ = ["FILTER_TYPES", "NUMERIC_OPERATORS", "ValuesOf", "where_from_filters"]
 
-#: Given a metadata key, every value stored under it (any order; repeats are fine).
-ValuesOf = Callable[[str], Iterable[object]]
+#: Given the metadata keys a filter resolves, the values stored under each (any order;
+#: repeats are fine), all read in one pass over the caller's scope.
+ValuesOf = Callable[[Sequence[str]], Mapping[str, Iterable[object]]]
 
 FILTER_TYPES = ("metadata", "numeric", "array_contains", "string_contains")
 #: supermemory's numeric operators and the ``where`` operator of each.
@@ -69,9 +83,10 @@ def where_from_filters(tree: object, *, values: ValuesOf | None = None) -> dict[
     """The ``where`` dict equivalent to supermemory's ``filters`` ``tree`` (``None`` for
     no filter: ``None``, ``{}`` or ``""``).
 
-    ``values(key)`` lists the values stored under ``key``; it is called only for the
-    conditions that need it (``string_contains``, ``ignoreCase``, a negated ``<``/``>``
-    comparison) and without it those raise :class:`InvalidFilterError`.
+    ``values(keys)`` maps each key to the values stored under it; it is called once,
+    after the whole tree passed its checks, with the keys of the conditions that need it
+    (``string_contains``, ``ignoreCase``, a negated ``<``/``>`` comparison); without it
+    those raise :class:`InvalidFilterError`.
     """
     if tree is None:
         return None
@@ -79,9 +94,9 @@ def where_from_filters(tree: object, *, values: ValuesOf | None = None) -> dict[
         if not tree.strip():
             return None
         try:
-            tree = json.loads(tree)
-        except ValueError as exc:
-            msg = f"filters is a string but not JSON ({exc}); send the filter tree as an object"
+            tree = loads_limited(tree, what="filters (a JSON string)")
+        except InvalidInputError as exc:
+            msg = f"{exc}; send the filter tree as an object"
             raise InvalidFilterError(msg) from None
     if not isinstance(tree, Mapping):
         msg = (
@@ -97,17 +112,37 @@ def where_from_filters(tree: object, *, values: ValuesOf | None = None) -> dict[
             "e.g. {'AND': [{'key': 'lang', 'value': 'en'}]}"
         )
         raise InvalidFilterError(msg)
-    where = _Translator(values).node(tree, "filters", 0)
-    parse_where(where)  # the where limits (conditions, list values) and key rules
+    # First the shape, with no value read: every check of the tree, and the keys to scan.
+    plan = _Translator(None)
+    planned = plan.node(tree, "filters", 0)
+    parse_where(planned)  # the where limits and key rules
+    if not plan.wanted:
+        return planned
+    check_scanned_keys(plan.wanted)
+    if values is None:
+        feature = next(iter(plan.wanted.values()))
+        msg = (
+            f"{feature}: it has no 'where' operator, so it is resolved against the values "
+            "stored under the key, and no values(keys) was given; pass "
+            "where_from_filters(tree, values=...)"
+        )
+        raise InvalidFilterError(msg)
+    found = values(list(plan.wanted))
+    where = _Translator({k: list(found.get(k, ())) for k in plan.wanted}).node(tree, "filters", 0)
+    parse_where(where)  # the list limits, now with the values in scope
     return where
 
 
 class _Translator:
-    """One translation: ``values`` is asked at most once per key."""
+    """One walk of the tree. Without ``values`` (the first walk) it reads nothing and
+    records which keys need their stored values (:attr:`wanted`); with them (the
+    second) it resolves those conditions."""
 
-    def __init__(self, values: ValuesOf | None) -> None:
+    def __init__(self, values: Mapping[str, list[object]] | None) -> None:
         self._values = values
         self._seen: dict[str, list[object]] = {}
+        self.wanted: dict[str, str] = {}
+        self._conditions = 0
 
     def node(self, node: object, path: str, depth: int) -> dict[str, Any]:
         if depth > MAX_DEPTH:
@@ -136,6 +171,10 @@ class _Translator:
         return {"$and" if op == "AND" else "$or": subs}
 
     def condition(self, cond: Mapping[Any, Any], path: str) -> dict[str, Any]:
+        self._conditions += 1
+        if self._conditions > MAX_CONDITIONS:
+            msg = f"filters have more than {MAX_CONDITIONS} conditions; simplify the filter"
+            raise InvalidFilterError(msg)
         unknown = sorted(map(str, set(cond) - _CONDITION_FIELDS))
         if unknown:
             msg = (
@@ -254,16 +293,12 @@ class _Translator:
         return _any_of(key, chosen, negate)
 
     def stored(self, key: str, where: str, feature: str) -> list[object]:
+        if self._values is None:
+            self.wanted.setdefault(key, f"{where}: {feature}")
+            return []
         if key not in self._seen:
-            if self._values is None:
-                msg = (
-                    f"{where}: {feature} has no 'where' operator, so it is resolved against "
-                    "the values stored under the key, and no values(key) was given; pass "
-                    "where_from_filters(tree, values=...)"
-                )
-                raise InvalidFilterError(msg)
             unique: dict[tuple[type, object], object] = {}
-            for v in self._values(key):
+            for v in self._values.get(key, ()):
                 if isinstance(v, (str, int, float)):
                     unique.setdefault((type(v), v), v)
             self._seen[key] = list(unique.values())

@@ -19,8 +19,10 @@ _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 # (Starting with a plain character class keeps the scan fast.)
 _MAYBE_STRUCTURE = re.compile(r"[\r\n] {0,3}[#=`~-]")
 _MAYBE_STRUCTURE_FIRST = re.compile(r" {0,3}[#=`~-]")
-_ATX = re.compile(r" {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t]*\Z")
-_ATX_CLOSE = re.compile(r"(?:^|[ \t]+)#+\Z")
+# An ATX heading's opening; its text (the rest of the line) is cleaned by _clean_atx
+# without a regular expression: one that matched the text and its closing hashes too
+# backtracked over a long run of blanks in time quadratic in its length.
+_ATX = re.compile(r" {0,3}(#{1,6})(?=[ \t]|\Z)")
 _SETEXT = re.compile(r" {0,3}(=+|-+)[ \t]*\Z")
 _FENCE_OPEN = re.compile(r" {0,3}(`{3,}|~{3,})(.*)\Z")
 _FENCE_CLOSE = re.compile(r" {0,3}(`{3,}|~{3,})[ \t]*\Z")
@@ -76,10 +78,16 @@ def _front_matter_lines(text: str, lines: list[tuple[int, int]]) -> int:
     return 0
 
 
-def _clean_atx(content: str | None) -> str:
-    if not content:
+def _clean_atx(content: str) -> str:
+    """A heading's text: blanks around it and a closing run of ``#`` (after a blank, or
+    alone) removed."""
+    content = content.strip()
+    stem = content.rstrip("#")
+    if not stem:
         return ""
-    return _ATX_CLOSE.sub("", content.strip()).strip()
+    if len(stem) < len(content) and stem[-1] in " \t":
+        content = stem
+    return content.strip()
 
 
 def _find_headings(text: str) -> list[_Heading]:
@@ -107,7 +115,8 @@ def _find_headings(text: str) -> list[_Heading]:
             continue
         m = _ATX.match(line)
         if m:
-            headings.append(_Heading(start, line_after, len(m.group(1)), _clean_atx(m.group(2))))
+            level, title = len(m.group(1)), _clean_atx(line[m.end() :])
+            headings.append(_Heading(start, line_after, level, title))
             prev_is_text = False
             continue
         if prev_is_text:

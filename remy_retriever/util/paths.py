@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from ..errors import InvalidDocumentError, InvalidInputError
 from .reprs import short_repr
 
-__all__ = ["check_path", "check_paths", "inside", "printable", "resolve_inside"]
+__all__ = ["check_path", "check_paths", "inside", "printable", "real_path", "resolve_inside"]
 
 
 def check_path(path: object) -> str:
@@ -40,6 +40,19 @@ def check_path(path: object) -> str:
         )
         raise InvalidInputError(msg) from exc
     return path
+
+
+def real_path(path: str) -> str:
+    """``os.path.realpath(path)``, or :class:`InvalidDocumentError` when a link on the
+    way changed while it was resolved (``realpath`` then raises a bare ``OSError``)."""
+    try:
+        return os.path.realpath(path)
+    except OSError as exc:
+        msg = (
+            f"cannot resolve {printable(path)!r}: {exc.strerror or exc} (a link on its path "
+            "changed while it was resolved); try again"
+        )
+        raise InvalidDocumentError(msg) from None
 
 
 def inside(real: str, root: str) -> bool:
@@ -72,11 +85,11 @@ def resolve_inside(path: object, roots: Sequence[str], *, base: str | None = Non
     ``roots`` or under one of them (``roots`` given as real paths, see
     :func:`os.path.realpath`); else :class:`InvalidDocumentError` naming the path and the
     roots. ``..`` and symbolic links are resolved before the check, so neither can lead
-    outside. What a folder holds is checked again when it is read: links leaving it are
-    skipped (:func:`load_files`)."""
+    outside. The ingest checks again on what it opens (``load_files(within=)``), so a link
+    swapped in after this check leads nowhere; links leaving a folder are skipped."""
     shown = check_path(path)
     joined = os.path.join(base, shown) if base is not None else shown
-    real = os.path.realpath(joined)
+    real = real_path(joined)
     if not any(inside(real, root) for root in roots):
         allowed = ", ".join(repr(r) for r in roots) or "none"
         msg = (

@@ -80,7 +80,7 @@ def test_gone_ignores_files_still_on_disk_but_unusable(store: Retriever, tmp_pat
     (docs / "b.md").write_bytes(b"\xff\xfe not utf-8 \xff")
     report = store.ingest(docs, prune=True)
     assert report.gone == () and "b.md" in store.document_ids()
-    assert [Path(i.path).name for i in report.skipped] == ["b.md"]
+    assert [Path(i.path).name for i in report.failed] == ["b.md"]
 
 
 def test_same_id_from_another_root_or_add_is_refused(store: Retriever, tmp_path: Path) -> None:
@@ -155,7 +155,7 @@ def test_cli_ingest_flags(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     with Retriever(db, collection="docs") as r:
         assert r.document_ids() == ["d/a.md"]
     (docs / "c.md").write_bytes(b"\xff")
-    assert main(["ingest", str(docs), *base, "--id-prefix", "d/", "--strict"]) == 2
+    assert main(["ingest", str(docs), *base, "--id-prefix", "d/", "--strict"]) == 1
     assert "strict" in capsys.readouterr().err
     assert main(["ingest", str(docs), *base, "--id-prefix", "a#b"]) == 2
     assert main(["ingest", str(tmp_path / "missing"), "--db", str(tmp_path / "new")]) == 2
@@ -245,11 +245,12 @@ def test_a_mixed_folder_ingests_everything_supported_and_reports_the_rest(
         "report.docx",
     ]
     reasons = {Path(i.path).name: i.reason for i in report.skipped}
-    assert set(reasons) == {"blob.bin", "escape.md", "latin1.txt", "tool.py"}
+    assert set(reasons) == {"blob.bin", "escape.md", "tool.py"}
     assert "unsupported type" in reasons["tool.py"] and "unsupported type" in reasons["blob.bin"]
     assert "outside the folder" in reasons["escape.md"]
-    assert "UTF-8" in reasons["latin1.txt"]
-    assert report.failed == ()
+    assert [(Path(i.path).name, "UTF-8" in i.reason) for i in report.failed] == [
+        ("latin1.txt", True)
+    ]
     for word, doc_id in (
         ("tapirstone", "paper.pdf"),
         ("okapiridge", "page.html"),

@@ -14,7 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from remy_retriever import Document, InvalidDocumentError, InvalidInputError, Retriever
+from remy_retriever import (
+    Document,
+    InvalidDocumentError,
+    InvalidInputError,
+    Retriever,
+    UnusableFileError,
+)
 from remy_retriever.cli import main as cli_main
 from remy_retriever.ingest.files import DEFAULT_MAX_DOCUMENT_BYTES, document_id_for
 
@@ -151,7 +157,7 @@ def test_document_ids_for_names() -> None:
 
 
 @pytest.mark.timeout(120)
-def test_bad_files_are_skipped_and_the_rest_ingested(store: Retriever, tmp_path: Path) -> None:
+def test_bad_files_fail_alone_and_the_rest_are_ingested(store: Retriever, tmp_path: Path) -> None:
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "good.md").write_text("# Good\n\naardvark text")
@@ -162,14 +168,20 @@ def test_bad_files_are_skipped_and_the_rest_ingested(store: Retriever, tmp_path:
     report = store.ingest(docs)
 
     assert report.added == ("good.md",)
-    reasons = _reasons(report.skipped)
-    assert "not UTF-8" in reasons["latin1.md"]
-    assert "NUL" in reasons["binary.txt"]
-    assert "unsupported type '.py'" in reasons["script.py"]
+    failed = _reasons(report.failed)  # a file of a type remy reads, that could not be read
+    assert set(failed) == {"latin1.md", "binary.txt"}
+    assert "not UTF-8" in failed["latin1.md"]
+    assert "NUL" in failed["binary.txt"]
+    # a type without a loader is left out on purpose
+    skipped = _reasons(report.skipped)
+    assert list(skipped) == ["script.py"] and "unsupported type '.py'" in skipped["script.py"]
     assert _found(store, "aardvark") == {"good.md"}
     # named directly, the same file is an error naming it and the fix
-    with pytest.raises(InvalidDocumentError, match=r"latin1\.md.*not UTF-8.*convert"):
+    with pytest.raises(UnusableFileError, match=r"latin1\.md.*not UTF-8.*convert"):
         store.ingest(docs / "latin1.md")
+    with pytest.raises(InvalidDocumentError, match=r"script\.py.*unsupported type") as info:
+        store.ingest(docs / "script.py")
+    assert not isinstance(info.value, UnusableFileError)
 
 
 @pytest.mark.timeout(120)
@@ -185,10 +197,10 @@ def test_size_limit(tmp_path: Path) -> None:
         (docs / "big.md").write_text("capybara " * 200)  # 1,800 bytes
         report = r.ingest(docs)
         assert report.added == ("small.md",)
-        reason = _reasons(report.skipped)["big.md"]
+        reason = _reasons(report.failed)["big.md"]
         assert "1,800 bytes" in reason and "1,000" in reason and "max_document_bytes" in reason
         assert _found(r, "capybara") == set()
-        with pytest.raises(InvalidDocumentError, match=r"big\.md.*too large"):
+        with pytest.raises(UnusableFileError, match=r"big\.md.*too large"):
             r.ingest(docs / "big.md")
         baseline = snapshot(r)
         # 600 characters, 1,200 bytes of UTF-8: the limit is in bytes
@@ -267,7 +279,7 @@ def test_unreadable_file_fails_alone(tmp_path: Path) -> None:
     assert "Permission denied" in failed[str(docs / "locked.md")]
     assert "cannot list this folder" in failed[str(docs / "closed")]
     name, message = out["direct"]  # type: ignore[misc]
-    assert name == "InvalidDocumentError"
+    assert name == "UnusableFileError"
     assert "locked.md" in message and "Permission denied" in message
 
 
@@ -285,12 +297,13 @@ def test_cli_prints_skipped_files_and_keeps_going(
     (docs / "C#.md").write_text("sharp notes")
     (docs / "bad.md").write_bytes(b"\xff\xfe not utf-8")
     db = str(tmp_path / "db")
-    assert cli_main(["ingest", str(docs), "--db", db, "--no-progress"]) == 0
+    assert cli_main(["ingest", str(docs), "--db", db, "--no-progress"]) == 1  # bad.md failed
     captured = capsys.readouterr()
     assert "added 2," in captured.out
-    assert "skipped 2 file(s)" in captured.err
-    assert "link.md" in captured.err and "outside the folder" in captured.err
-    assert "bad.md" in captured.err and "not UTF-8" in captured.err
+    skipped, failed = captured.err.split("failed 1 file(s):")
+    assert "skipped 1 file(s)" in skipped
+    assert "link.md" in skipped and "outside the folder" in skipped
+    assert "bad.md" in failed and "not UTF-8" in failed
     assert cli_main(["search", "narwhal", "--db", db, "--json", "--mode", "lexical"]) == 0
     hits = json.loads(capsys.readouterr().out)
     assert {h["citation"]["documentId"] for h in hits} == {"good.md"}

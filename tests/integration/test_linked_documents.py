@@ -46,31 +46,40 @@ def test_a_short_tagged_document_is_also_a_memory_until_it_stops_qualifying(
     linked: LinkedDocuments,
 ) -> None:
     fact = linked.prepare(content="Alice prefers tea", tag="alice", custom_id="f", metadata={})
-    assert linked.add(fact) == "f"
-    [memory] = linked.memories_of("f")
+    assert linked.add(fact) == "alice@f"  # the customId, scoped by its tag
+    [memory] = linked.memories_of("alice@f")
     assert (memory.content, memory.container_tag) == ("Alice prefers tea", "alice")
-    assert memory.metadata[SOURCE_KEY] == "f" and memory.document_ids == ("f",)
+    assert memory.metadata[SOURCE_KEY] == "alice@f" and memory.document_ids == ("alice@f",)
 
-    linked.update("f", content="Alice prefers coffee")
-    assert _live(linked, "f") == ["Alice prefers coffee"]  # a new version
-    linked.update("f", content=LONG)
-    assert _live(linked, "f") == []  # many chunks: forgotten
+    linked.update("f", content="Alice prefers coffee")  # named by its customId
+    assert _live(linked, "alice@f") == ["Alice prefers coffee"]  # a new version
+    linked.update("alice@f", content=LONG)  # or by its stored id
+    assert _live(linked, "alice@f") == []  # many chunks: forgotten
     untagged = linked.prepare(content="No container here", tag=None, custom_id="u", metadata={})
     linked.add(untagged)
     assert linked.memories_of("u") == []
     linked.add(linked.prepare(content="Bob rides a bike", tag="bob", custom_id="b", metadata={}))
-    assert linked.delete(["b"]) == 1
-    assert _live(linked, "b") == []
+    assert linked.delete(["bob@b"]) == 1
+    assert _live(linked, "bob@b") == []
 
 
 def test_scope_hides_other_containers_documents(linked: LinkedDocuments) -> None:
     linked.add(linked.prepare(content="Bob's secret", tag="bob", custom_id="s", metadata={}))
-    with pytest.raises(DocumentNotFoundError):
+    with pytest.raises(DocumentNotFoundError) as foreign:
         linked.visible("s", scope={"alice"})
-    assert linked.visible("s", scope={"bob"}).document.id == "s"
-    taken = linked.prepare(content="Alice's note", tag="alice", custom_id="s", metadata={})
-    [outcome] = linked.add_many([taken], scope={"alice"})
-    assert isinstance(outcome, InvalidInputError) and "cannot be used" in str(outcome)
+    with pytest.raises(DocumentNotFoundError) as unknown:
+        linked.visible("t", scope={"alice"})
+    assert str(foreign.value) == str(unknown.value).replace("'t'", "'s'")
+    with pytest.raises(DocumentNotFoundError):
+        linked.visible("bob@s", scope={"alice"})  # nor by its stored id
+    assert linked.visible("s", scope={"bob"}).document.id == "bob@s"
+    # customIds are per container: Alice may hold "s" too, and Bob's stays his.
+    mine = linked.prepare(content="Alice's note", tag="alice", custom_id="s", metadata={})
+    assert linked.add_many([mine], scope={"alice"}) == ["alice@s"]
+    assert linked.visible("s", scope={"alice"}).document.text == "Alice's note"
+    assert linked.visible("s", scope={"bob"}).document.text == "Bob's secret"
+    with pytest.raises(InvalidInputError, match="several containers"):
+        linked.visible("s")  # every container: name one by its stored id
     with pytest.raises(InvalidInputError, match="reserved"):
         linked.prepare(content="x", tag=None, custom_id=None, metadata={CONTAINER_TAG_KEY: "a"})
 
@@ -167,7 +176,7 @@ def test_value_scans_read_only_the_callers_scope(linked: LinkedDocuments) -> Non
             {"key": "lang", "value": "engl", "filterType": "string_contains", "ignoreCase": True}
         ]
     }
-    where = where_from_filters(tree, values=lambda k: docs.metadata_values(k, where=scope))
+    where = where_from_filters(tree, values=lambda ks: docs.scan_metadata_values(ks, where=scope))
     assert "english-secret" not in str(where)  # bob's value never reaches the filter
     hits = docs.search("note", mode="lexical", k=10, where=and_where(where, scope))
     assert sorted(h.citation.document_id for h in hits) == ["alice-0", "alice-1"]

@@ -217,7 +217,7 @@ def test_bad_documents_are_rejected(retriever: Retriever) -> None:
     assert retriever.count() == count
 
 
-def test_ingest_folder_skips_non_utf8_and_reads_the_rest(
+def test_ingest_folder_reports_non_utf8_as_failed_and_reads_the_rest(
     retriever: Retriever, tmp_path: Path
 ) -> None:
     folder = tmp_path / "docs"
@@ -228,8 +228,8 @@ def test_ingest_folder_skips_non_utf8_and_reads_the_rest(
     with pytest.raises(InvalidDocumentError, match="bad.md.*not UTF-8"):
         retriever.ingest(folder / "bad.md")  # named directly: an error
     assert retriever.count() == 0
-    report = retriever.ingest(folder)  # in a folder: skipped, with the reason
-    assert [(Path(i.path).name, "not UTF-8" in i.reason) for i in report.skipped] == [
+    report = retriever.ingest(folder)  # in a folder: failed, with the reason
+    assert [(Path(i.path).name, "not UTF-8" in i.reason) for i in report.failed] == [
         ("bad.md", True)
     ]
     assert sorted(report.added) == ["a.md", "sub/b.txt"]

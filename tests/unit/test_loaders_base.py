@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import codecs
+import json
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -21,6 +22,7 @@ from remy_retriever.loaders import (
     registered_suffixes,
 )
 from remy_retriever.loaders import base as loaders_base
+from remy_retriever.loaders.base import clean_text
 from remy_retriever.loaders.html import decode_html
 
 
@@ -167,3 +169,46 @@ def test_importing_the_loaders_imports_no_optional_library() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
     )
     assert out.stdout.strip() == "[]"
+
+
+#: Runs of blanks that took clean_text quadratic time (hours for 300,000 blanks).
+BLANK_RUNS = [
+    "a" + " " * 300_000 + "b",
+    "a" + " " * 300_000,
+    " \t" * 150_000 + "\n",
+    "a" + " \n" * 150_000 + "b",
+    ("x" + " " * 3000 + "\n\n\n") * 100,
+]
+
+
+def test_clean_text_is_linear_on_a_300k_space_run() -> None:
+    # In a subprocess with a time budget: a backtracking regular expression holds the
+    # GIL, so a thread could not even time it out.
+    code = (
+        "import json, sys\n"
+        "from remy_retriever.loaders.base import clean_text\n"
+        "print(json.dumps([clean_text(t) for t in json.loads(sys.stdin.read())]))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        input=json.dumps(BLANK_RUNS),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert json.loads(proc.stdout) == [_reference_clean(t) for t in BLANK_RUNS]
+
+
+def _reference_clean(text: str) -> str:
+    """What clean_text promises, spelled out line by line."""
+    lines = [line.rstrip(" \t") for line in text.replace("\r", "\n").split("\n")]
+    out: list[str] = []
+    for line in lines:
+        if line or (out and out[-1]):
+            out.append(line)
+    return "\n".join(out).strip()
+
+
+def test_clean_text_keeps_one_blank_line_and_indentation() -> None:
+    assert clean_text("  a \t\r\n\r\n\n\n    b  \n\x00c\f\n") == "a\n\n    b\nc"

@@ -35,6 +35,9 @@ EXPECTED = {
     "ModelLoadError",
     "NotFoundError",
     "OnnxEmbedder",
+    "ParseBudgetError",
+    "ParseLimits",
+    "ParserBusyError",
     "RemyError",
     "Reranker",
     "RerankerUnavailableError",
@@ -47,9 +50,11 @@ EXPECTED = {
     "SentenceTransformerEmbedder",
     "ServerUnavailableError",
     "StoreError",
+    "StoredChunk",
     "StoredDocument",
     "TuneReport",
     "UnauthorizedError",
+    "UnusableFileError",
 }
 
 #: What the framework adapters may import from the core besides the package root.
@@ -75,6 +80,15 @@ INTEGRATION_EXPECTED = {
     "text_from_pieces",
     "reranker_for",
     "rescored_metadata",
+    "MetadataCodec",
+    "PAGE_KEYS",
+    "Piece",
+    "page_of",
+    "assign_ids",
+    "content_digest",
+    "escape_key",
+    "reserved_looking",
+    "source_id",
 }
 
 
@@ -98,6 +112,7 @@ MEMORY_EXPECTED = {
     "Memory",
     "MemoryContext",
     "MemoryNotFoundError",
+    "MemoryReport",
     "MemoryResult",
     "MemorySearchResponse",
     "MemoryStateError",
@@ -106,14 +121,21 @@ MEMORY_EXPECTED = {
     "SOURCE_KEY",
     "SearchMode",
     "check_metadata",
+    "custom_document_id",
     "public_metadata",
     "tag_of",
+    "wire_document_id",
 }
 LOADERS_EXPECTED = {
     "LoadedText",
     "Loader",
     "MissingExtraError",
+    "ParseBudgetError",
+    "ParseLimits",
+    "ParserBusyError",
+    "ParserPool",
     "first_h1",
+    "load_bytes",
     "load_docx",
     "load_file",
     "load_html",

@@ -1,147 +1,84 @@
 """LangChain Documents in: :func:`to_remy_documents` and the metadata rule.
 
 **Metadata rule.** remy (and its ``where`` filters) stores ``str``, ``int``, ``float``
-and ``bool`` values. Loader metadata is mapped onto that, reversibly:
+and ``bool`` values. Loader metadata is mapped onto that by the encoding both adapters
+share (:class:`remy_retriever.integration.MetadataCodec`), recorded in the key
+``lc_encoding``, so that :func:`metadata_from_remy` gives back exactly what was added:
 
 * a scalar is kept as is;
-* a nested dict is flattened to dotted keys (``{"a": {"b": 1}}`` -> ``"a.b": 1``), so
-  ``where={"a.b": 1}`` filters on it;
-* a list or tuple (e.g. ``languages: ["eng"]``) is stored as its JSON text (remy's core
-  accepts scalars only, although Chroma 1.5 has list values);
-* ``None`` is not stored (Chroma has no null);
-* any other value (a ``datetime``, a ``Path``) is stored as ``str(value)``;
-* a key remy reserves (``remy_...``, ``$...``) is stored as ``lc.<key>``.
+* a nested dict is stored under dotted keys (``{"a": {"b": 1}}`` -> ``"a.b": 1``, so
+  ``where={"a.b": 1}`` filters on it); a dot or ``~`` in a key itself is escaped
+  (``"a.b"`` -> ``"a~1b"``, ``"~"`` -> ``"~0"``), so the two never collide;
+* a key that looks reserved (``remy_...``, ``$...``, ``#...``, ``lc_...``, ``lc....``,
+  ``li_...``, ``ref_doc_id``) is stored with a ``~`` in front (``"~remy_x"``);
+* a list or tuple (e.g. ``languages: ["eng"]``) is stored as its JSON text and comes
+  back as a list;
+* ``None`` is not stored (Chroma has no null) but comes back;
+* any other value (a ``datetime``, a ``Path``) is stored as ``str(value)`` and comes back
+  as that string;
+* NaN, infinities, ints beyond 64 bits and keys that are not ``str`` raise
+  :class:`~remy_retriever.InvalidDocumentError` naming the key, and nothing is written.
 
-Every change is recorded in one more key, ``lc_encoding`` (JSON), which
-:func:`metadata_from_remy` reads to give the loader's metadata back exactly (a ``str()``
-value comes back as the string). Nothing raises and nothing is dropped without a record.
-
-**Ids.** ``doc.id`` when set; else, when ``metadata["source"]`` is known, the source
-for a group of pre-split pieces (below), ``"<source>@<start_index>"`` for an ungrouped
-piece, or ``"<source>@<n>"`` (the n-th document of that source in the call, 0-based).
-``%``, ``#`` and NUL in the source are %-escaped and a source over 480 characters is
-cut and suffixed with its hash. So adding the same files again replaces instead of
-duplicating. Without a source: a random id.
+**Ids** (:mod:`remy_retriever.integration.ids`): ``ids=`` or ``doc.id`` when given;
+else, when ``metadata["source"]`` is known, ``"<source>"`` plus ``"@p<page>"`` when the
+metadata has a ``page`` (or ``page_number``, ``page_label``) and ``"@<start_index>"``
+when a splitter gave one (``report.pdf@p2@840``); else a UUID derived from the text and
+metadata. Several different pieces of one call that would share an id (a source without
+pages or offsets split into parts) get ``~<hash>`` after it. So adding the same
+files, pages or chunks again replaces them, in any number of calls or batches, and
+adding another page adds it. ``%``, ``#``, ``@``, ``~`` and NUL in the source are
+%-escaped and a long source is cut and suffixed with its hash.
 
 **Pre-split chunks.** Splitter output made with ``add_start_index=True`` carries
-``metadata["start_index"]``, its offset in the source file. Such pieces are never
-re-chunked by remy. By default (no ``ids``), the pieces of one ``source`` that share
-their other metadata become ONE remy document: its text is the source rebuilt from the
-pieces at their offsets (a gap the splitter dropped, whitespace in practice, becomes
-newlines, so offsets stay those of the file), and each piece is one of its chunks
-(``Document.chunk_spans``), in order. Its id is the source (``"<source>@<k>"`` for the
-k-th group when one source has pieces with different metadata, e.g. one group per PDF
-page), so citations name the file, hits' offsets are the file's and neighbours are the
-pieces around a hit. Pieces whose overlaps disagree, and every piece when ``ids`` are
-given or ``group=False`` (what :class:`~langchain_remy.RemyVectorStore` does, to keep one
-stored document per LangChain Document), stay one remy document each, stored as one
-chunk. Pieces without ``start_index`` are ordinary documents: remy chunks them.
+``metadata["start_index"]``, its offset in the source file (or page). Such pieces are
+never re-chunked by remy. By default (no ``ids``), the pieces of one ``source`` that
+share their other metadata become ONE remy document: its text is the source rebuilt
+from the pieces at their offsets (a gap the splitter dropped, whitespace in practice,
+becomes newlines, so offsets stay those of the file), and each piece is one of its
+chunks (``Document.chunk_spans``), in order. Its id is the source, with ``@p<page>``
+for one page's pieces, so citations name the file, hits' offsets are the file's and
+neighbours are the pieces around a hit. Pieces whose overlaps disagree, and every piece
+when ``ids`` are given or ``group=False`` (what :class:`~langchain_remy.RemyVectorStore`
+does, to keep one stored document per LangChain Document), stay one remy document each,
+stored as one chunk. Pieces without ``start_index`` are ordinary documents: remy chunks
+them.
 """
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
 import json
-import uuid
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from langchain_core.documents import Document as LCDocument
 
 from remy_retriever import Document, InvalidInputError
-from remy_retriever.integration import RESERVED_PREFIX, text_from_pieces
+from remy_retriever.integration import (
+    MetadataCodec,
+    Piece,
+    assign_ids,
+    content_digest,
+    page_of,
+    text_from_pieces,
+)
 
 __all__ = ["ENCODING_KEY", "metadata_from_remy", "metadata_to_remy", "to_remy_documents"]
 
 #: The metadata key recording how loader metadata was mapped (see the module docstring).
 ENCODING_KEY = "lc_encoding"
-_RENAMED_PREFIX = "lc."
-#: Room for "@<n>" within remy's 512-character document ids.
-_MAX_SOURCE_LEN = 480
-_RESERVED = (RESERVED_PREFIX, "$")
-
-
-def _stored_key(key: str) -> tuple[str, bool]:
-    if key.startswith(_RESERVED) or key == ENCODING_KEY:
-        return _RENAMED_PREFIX + key, True
-    return key, False
+_CODEC = MetadataCodec(ENCODING_KEY)
 
 
 def metadata_to_remy(metadata: Mapping[Any, Any]) -> dict[str, Any]:
-    """Loader metadata as remy metadata, under the rule in the module docstring."""
-    out: dict[str, Any] = {}
-    encoding: dict[str, Any] = {}
-    nulls: list[list[str]] = []
-
-    def put(path: list[str], value: Any) -> None:
-        if isinstance(value, Mapping) and value:
-            for sub, inner in value.items():
-                put([*path, str(sub)], inner)
-            return
-        if value is None:
-            nulls.append(path)
-            return
-        key, renamed = _stored_key(".".join(path) or "lc.")
-        kind = "value"
-        if isinstance(value, (str, int, float, bool)):
-            stored: Any = value
-        elif isinstance(value, (list, tuple, Mapping)):
-            try:
-                plain = list(value) if isinstance(value, tuple) else value
-                stored, kind = json.dumps(plain), "json"
-            except (TypeError, ValueError):
-                stored, kind = str(value), "str"
-        else:
-            stored, kind = str(value), "str"
-        out[key] = stored
-        if kind != "value" or renamed or len(path) > 1 or path[0] != key:
-            encoding[key] = {"path": path, "kind": kind}
-
-    for name, value in metadata.items():
-        put([str(name)], value)
-    if nulls:
-        encoding[""] = {"nulls": nulls}
-    if encoding:
-        out[ENCODING_KEY] = json.dumps(encoding, sort_keys=True)
-    return out
+    """Loader metadata as remy metadata, under the rule in the module docstring; raises
+    :class:`~remy_retriever.InvalidDocumentError` for a value it cannot store exactly."""
+    return dict(_CODEC.encode(metadata))
 
 
 def metadata_from_remy(metadata: Mapping[str, Any]) -> dict[str, Any]:
     """The loader metadata :func:`metadata_to_remy` was given (a ``str()`` value stays a
     string). Keys without a record are passed through."""
-    raw = metadata.get(ENCODING_KEY)
-    try:
-        encoding = json.loads(raw) if isinstance(raw, str) else {}
-    except ValueError:
-        encoding = {}
-    if not isinstance(encoding, dict):
-        encoding = {}
-    out: dict[str, Any] = {}
-
-    def assign(path: list[str], value: Any) -> None:
-        node = out
-        for part in path[:-1]:
-            child = node.get(part)
-            if not isinstance(child, dict):
-                child = node[part] = {}
-            node = child
-        node[path[-1]] = value
-
-    for key, value in metadata.items():
-        if key == ENCODING_KEY:
-            continue
-        record = encoding.get(key)
-        if not isinstance(record, dict):
-            out[key] = value
-            continue
-        if record.get("kind") == "json" and isinstance(value, str):
-            with contextlib.suppress(ValueError):
-                value = json.loads(value)
-        assign([str(p) for p in record.get("path") or [key]], value)
-    for path in (encoding.get("") or {}).get("nulls", []):
-        assign([str(p) for p in path], None)
-    return out
+    return _CODEC.decode(metadata)
 
 
 def _source(doc: LCDocument) -> str | None:
@@ -152,31 +89,6 @@ def _source(doc: LCDocument) -> str | None:
 def _title(doc: LCDocument) -> str | None:
     title = doc.metadata.get("title")
     return title if isinstance(title, str) and title else None
-
-
-def _id_for(doc: LCDocument, given: str | None, seen: dict[str, int]) -> str:
-    if given is not None:
-        return given
-    if doc.id:
-        return str(doc.id)
-    source = _source(doc)
-    if source is None:
-        return str(uuid.uuid4())
-    start = doc.metadata.get("start_index")
-    position = seen.get(source, 0)
-    seen[source] = position + 1
-    if isinstance(start, int) and not isinstance(start, bool):
-        return _source_id(source, start)
-    return _source_id(source, position)
-
-
-def _source_id(source: str, n: int | None) -> str:
-    # "#" separates chunk ids in remy and NUL is refused: escape both; hash a long path.
-    base = source.replace("%", "%25").replace("#", "%23").replace("\x00", "%00")
-    if len(base) > _MAX_SOURCE_LEN:
-        digest = hashlib.blake2b(source.encode("utf-8", "surrogatepass"), digest_size=8)
-        base = f"{base[: _MAX_SOURCE_LEN - 17]}~{digest.hexdigest()}"
-    return base if n is None else f"{base}@{n}"
 
 
 def _start(doc: LCDocument) -> int | None:
@@ -193,9 +105,10 @@ def _whole_span(text: str) -> tuple[tuple[int, int], ...] | None:
 
 def _grouped(
     documents: list[LCDocument],
-) -> tuple[list[Document], list[LCDocument]]:
+) -> tuple[list[tuple[Piece, dict[str, Any]]], list[LCDocument]]:
     """Pre-split pieces (no id, a source and a start_index) gathered into one remy
-    document per source and metadata; returns them and the documents left over."""
+    document per source and metadata (its id still to assign); returns them and the
+    documents left over."""
     groups: dict[tuple[str, str], list[LCDocument]] = {}
     rest: list[LCDocument] = []
     for doc in documents:
@@ -206,46 +119,33 @@ def _grouped(
         others = {k: v for k, v in doc.metadata.items() if k != "start_index"}
         key = json.dumps(metadata_to_remy(others), sort_keys=True)
         groups.setdefault((source, key), []).append(doc)
-    per_source: dict[str, int] = {}
-    for source, _ in groups:
-        per_source[source] = per_source.get(source, 0) + 1
-    out: list[Document] = []
-    ordinal: dict[str, int] = {}
+    out: list[tuple[Piece, dict[str, Any]]] = []
     for (source, key), pieces in groups.items():
         rebuilt = text_from_pieces((_start(p) or 0, p.page_content) for p in pieces)
         if rebuilt is None:
             rest.extend(pieces)
             continue
-        k = ordinal.get(source, 0)
-        ordinal[source] = k + 1
-        doc_id = _source_id(source, k) if per_source[source] > 1 else _source_id(source, None)
         text, spans = rebuilt
-        out.append(
-            Document(
-                id=doc_id,
-                text=text,
-                title=_title(pieces[0]),
-                path=source,
-                metadata=json.loads(key),
-                chunk_spans=spans,
-            )
+        metadata = json.loads(key)
+        piece = Piece(
+            digest=content_digest(text, metadata),
+            source=source,
+            page=page_of(pieces[0].metadata),
         )
+        fields = {
+            "text": text,
+            "title": _title(pieces[0]),
+            "path": source,
+            "metadata": metadata,
+            "chunk_spans": spans,
+        }
+        out.append((piece, fields))
     return out, rest
 
 
-def to_remy_documents(
-    docs: Iterable[LCDocument],
-    *,
-    ids: Iterable[str | None] | None = None,
-    group: bool = True,
-) -> list[Document]:
-    """LangChain Documents as remy :class:`~remy_retriever.Document` objects:
-    ``page_content`` as the text, metadata under the rule above, the id from ``ids``
-    (when given), ``doc.id``, or the source path and position, and
-    ``path = metadata["source"]`` so that citations name the file. Pre-split pieces
-    (``start_index`` set) are gathered into one document per source unless ``ids`` are
-    given or ``group=False`` (see the module docstring); else one document each, in
-    order."""
+def _check(
+    docs: Iterable[LCDocument], ids: Iterable[str | None] | None
+) -> tuple[list[LCDocument], list[str | None]]:
     documents = list(docs)
     for doc in documents:
         if not isinstance(doc, LCDocument):
@@ -261,20 +161,60 @@ def to_remy_documents(
             "pass one id per document"
         )
         raise InvalidInputError(msg)
-    out: list[Document] = []
+    return documents, given
+
+
+def convert(
+    docs: Iterable[LCDocument],
+    *,
+    ids: Iterable[str | None] | None = None,
+    group: bool = True,
+) -> tuple[list[Document], list[str]]:
+    """The remy documents to store (one per id) and, with ``group=False``, the id of each
+    Document given, in order (see :func:`to_remy_documents`)."""
+    documents, given = _check(docs, ids)
+    pending: list[tuple[Piece, dict[str, Any]]] = []
     if group and ids is None:
-        out, documents = _grouped(documents)
+        pending, documents = _grouped(documents)
         given = [None] * len(documents)
-    seen: dict[str, int] = {}
     for doc, doc_id in zip(documents, given, strict=True):
-        out.append(
-            Document(
-                id=_id_for(doc, doc_id, seen),
-                text=doc.page_content,
-                title=_title(doc),
-                path=_source(doc),
-                metadata=metadata_to_remy(doc.metadata),
-                chunk_spans=_whole_span(doc.page_content) if _start(doc) is not None else None,
-            )
+        metadata = metadata_to_remy(doc.metadata)
+        piece = Piece(
+            digest=content_digest(doc.page_content, metadata),
+            given=doc_id or doc.id or None,
+            source=_source(doc),
+            page=page_of(doc.metadata),
+            start=_start(doc),
         )
-    return out
+        fields = {
+            "text": doc.page_content,
+            "title": _title(doc),
+            "path": _source(doc),
+            "metadata": metadata,
+            "chunk_spans": _whole_span(doc.page_content) if _start(doc) is not None else None,
+        }
+        pending.append((piece, fields))
+    assigned = assign_ids([piece for piece, _ in pending])
+    last = {doc_id: i for i, (doc_id, (p, _)) in enumerate(zip(assigned, pending)) if not p.given}
+    out = [
+        Document(id=doc_id, **fields)
+        for i, (doc_id, (piece, fields)) in enumerate(zip(assigned, pending))
+        if piece.given or last[doc_id] == i  # the same piece twice: stored once
+    ]
+    return out, assigned
+
+
+def to_remy_documents(
+    docs: Iterable[LCDocument],
+    *,
+    ids: Iterable[str | None] | None = None,
+    group: bool = True,
+) -> list[Document]:
+    """LangChain Documents as remy :class:`~remy_retriever.Document` objects:
+    ``page_content`` as the text, metadata under the rule above, the id from ``ids``
+    (when given), ``doc.id``, or the source, page and start offset, and
+    ``path = metadata["source"]`` so that citations name the file. Pre-split pieces
+    (``start_index`` set) are gathered into one document per source unless ``ids`` are
+    given or ``group=False`` (see the module docstring); else one document each, in
+    order (the same piece twice is one document)."""
+    return convert(docs, ids=ids, group=group)[0]

@@ -20,7 +20,7 @@ from langchain_core.vectorstores import VectorStore
 from remy_retriever import Embedder, InvalidInputError, Retriever
 from remy_retriever.integration import FIELD_OPTIONS, Reranker, open_engine
 
-from .ingest import metadata_from_remy, to_remy_documents
+from .ingest import convert, metadata_from_remy
 from .retrievers import RemyRetriever
 
 __all__ = ["RemyVectorStore"]
@@ -43,7 +43,8 @@ class RemyVectorStore(VectorStore):
     dense over Chroma).
 
     Documents are converted by :func:`~langchain_remy.to_remy_documents` (its rules for
-    ids and metadata apply) and embedded by the engine's own embedder. Ids are stable, so
+    ids and metadata apply: one stored document per Document, metadata given back
+    exactly) and embedded by the engine's own embedder. Ids are stable, so
     ``langchain_core.indexing.index`` works with incremental and full cleanup.
     ``mode`` is the default search mode of ``similarity_search`` (``"hybrid"``); pass
     ``mode=`` per call to change it, and ``filter=`` (a remy ``where``) to filter.
@@ -86,14 +87,17 @@ class RemyVectorStore(VectorStore):
     # -- writing ----------------------------------------------------------------------
 
     def add_documents(self, documents: list[Document], **kwargs: Any) -> list[str]:
-        """Add or replace Documents; returns their ids (``ids=`` when given, else as
-        :func:`~langchain_remy.to_remy_documents` assigns them). Unchanged Documents are
-        skipped without re-embedding."""
+        """Add or replace Documents; returns their ids, one per Document (``ids=`` or
+        ``doc.id`` when given, else derived from the source, page and start offset, or
+        the content: see :func:`~langchain_remy.to_remy_documents`), so the same
+        Document added again, in any call or batch, replaces itself. Unchanged Documents
+        are skipped without re-embedding. Metadata that cannot be stored exactly raises
+        :class:`~remy_retriever.InvalidDocumentError` and nothing is written."""
         ids = kwargs.pop("ids", None)
-        batch = to_remy_documents(documents, ids=ids, group=False)
+        batch, assigned = convert(documents, ids=ids, group=False)
         if batch:
             self.retriever.add(batch)
-        return [doc.id for doc in batch]
+        return assigned
 
     def add_texts(
         self,

@@ -138,12 +138,15 @@ def test_to_remy_documents_ids_and_refusals() -> None:
     ]
     converted = to_remy_documents(docs)
     # The two pieces of s.md (start_index set) are one document of two chunks.
-    assert [d.id for d in converted] == ["s.md", "t.md@0", "t.md@1", "mine"]
+    # Two t.md pieces without page or offset: each named by its content after the source.
+    t_ids = [d.id for d in converted[1:3]]
+    assert [d.id for d in converted[::3]] == ["s.md", "mine"]
+    assert all(i.startswith("t.md~") for i in t_ids) and len(set(t_ids)) == 2
     assert [d.path for d in converted] == ["s.md", "s.md", "t.md", "t.md", "t.md"][1:]
     assert (converted[0].text, converted[0].chunk_spans) == ("onetwo", ((0, 3), (3, 6)))
     assert [d.chunk_spans for d in converted[1:]] == [None, None, None]
     one_each = to_remy_documents(docs, group=False)
-    assert [d.id for d in one_each] == ["s.md@0", "s.md@3", "t.md@0", "t.md@1", "mine"]
+    assert [d.id for d in one_each] == ["s.md@0", "s.md@3", *t_ids, "mine"]
     assert [d.chunk_spans for d in one_each] == [((0, 3),), ((0, 3),), None, None, None]
     with pytest.raises(InvalidInputError, match="remy_retriever.schema.document.Document"):
         to_remy_documents([converted[0]])  # type: ignore[list-item]
@@ -264,8 +267,8 @@ def test_source_ids_stay_usable_for_fragments_and_long_paths(store: RemyVectorSt
         Document(page_content="A file deep in a tree.", metadata={"source": long_source}),
     ]
     ids = store.add_documents(docs)
-    assert ids[0] == "https://x.io/g%23a@0"
-    assert len(ids[1]) <= 512 and ids[1].endswith("@0")
+    assert ids[0] == "https://x.io/g%23a"
+    assert len(ids[1]) <= 512 and ids[1].startswith("/data/deep/")
     assert store.add_documents(docs) == ids
     assert store.retriever.count() == 2
     assert [d.metadata["source"] for d in store.get_by_ids(ids)] == [

@@ -13,6 +13,7 @@ import llama_index.core
 import llama_index.retrievers.remy as remy
 
 EXPECTED = {
+    "RemyDocumentStore",
     "RemyRerank",
     "RemyRetriever",
     "documents_to_nodes",

@@ -271,7 +271,7 @@ def test_ingest_with_a_non_utf8_file_stores_nothing(
     folder.mkdir()
     (folder / "good.md").write_text("# Good\n\nfine text")
     (folder / "latin1.md").write_bytes("# Caf\xe9\n\nna\xefve".encode("latin-1"))
-    # Named directly, a bad file is an error (in a folder it is skipped and reported:
+    # Named directly, a bad file is an error (in a folder it fails alone and is reported:
     # tests/integration/test_ingest_files.py).
     with pytest.raises(InvalidDocumentError, match=r"latin1\.md.*not UTF-8"):
         store.ingest(folder / "latin1.md")
@@ -433,7 +433,7 @@ def test_cli_ingest_rejects_bad_files_and_stores_nothing(
     # A store of the default model: the bad file is refused by name, nothing is stored.
     fresh = tmp_path / "fresh"
     code, _, err = _cli(["ingest", str(folder / "bad.md"), "--db", str(fresh)])
-    assert code == 2 and "bad.md" in err and "UTF-8" in err, err
+    assert code == 1 and "bad.md" in err and "UTF-8" in err, err  # a file failed
     try:
         with Retriever(fresh, create=False) as reopened:
             assert reopened.count() == 0

@@ -486,6 +486,7 @@ def test_every_write_and_read_call(
         ids = [i for i in ids if not (isinstance(i, str) and i.startswith("doc"))]
     for name, call in (
         ("get_documents", lambda: store.get_documents(ids)),
+        ("get_chunks", lambda: store.get_chunks(ids, where=real(where))),
         ("delete", lambda: store.delete(ids)),
         ("document_ids", lambda: store.document_ids(real(where))),
         (

@@ -8,10 +8,12 @@
 
 from .base import RemyRetriever
 from .convert import hits_to_nodes, node_to_hit
+from .docstore import RemyDocumentStore
 from .memory import documents_to_nodes, memories_to_nodes
 from .postprocessor import RemyRerank
 
 __all__ = [
+    "RemyDocumentStore",
     "RemyRerank",
     "RemyRetriever",
     "documents_to_nodes",

@@ -22,6 +22,7 @@ from remy_retriever.integration import (
 )
 
 from .convert import hits_to_nodes
+from .docstore import RemyDocumentStore
 
 __all__ = ["RemyRetriever"]
 
@@ -152,6 +153,12 @@ class RemyRetriever(BaseRetriever):
         """Run one search and return the raw :class:`~remy_retriever.SearchHit` objects
         (what ``retrieve`` converts to nodes)."""
         return self.retriever.search(query, self._options())
+
+    def docstore(self) -> RemyDocumentStore:
+        """A live, read-only docstore on this retriever's store, under its ``where``: give
+        it to ``PrevNextNodePostprocessor(docstore=...)`` to follow the ``PREVIOUS`` /
+        ``NEXT`` of the nodes this retriever returns (read on demand, always current)."""
+        return RemyDocumentStore(self.retriever, where=self.where)
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         return hits_to_nodes(self.search(query_bundle.query_str))

@@ -38,7 +38,7 @@ from llama_index.core.schema import (
     TextNode,
 )
 
-from remy_retriever import Citation, InvalidInputError, SearchHit
+from remy_retriever import Citation, InvalidInputError, SearchHit, StoredChunk
 from remy_retriever.integration import (
     FLAT_KEYS,
     SHADOW_KEY,
@@ -51,6 +51,7 @@ __all__ = [
     "HIDDEN_KEYS",
     "RESERVED_KEYS",
     "SHADOW_KEY",
+    "chunk_to_node",
     "hit_to_node",
     "hits_to_nodes",
     "node_to_hit",
@@ -78,34 +79,62 @@ RESERVED_KEYS = FLAT_KEYS
 def relationships(citation: Citation) -> dict[NodeRelationship, RelatedNodeInfo]:
     """``SOURCE``, ``PREVIOUS`` and ``NEXT`` for the chunk a citation points at."""
     doc, position = citation.document_id, citation.chunk_index
-    out = {NodeRelationship.SOURCE: RelatedNodeInfo(node_id=doc, node_type=ObjectType.DOCUMENT)}
-    if position > 0:
+    before = chunk_id(doc, position - 1) if position > 0 else None
+    known = citation.chunk_count is not None and position + 1 < citation.chunk_count
+    return _related(doc, before, chunk_id(doc, position + 1) if known else None)
+
+
+def _related(
+    document_id: str, previous_id: str | None, next_id: str | None
+) -> dict[NodeRelationship, RelatedNodeInfo]:
+    out = {
+        NodeRelationship.SOURCE: RelatedNodeInfo(node_id=document_id, node_type=ObjectType.DOCUMENT)
+    }
+    if previous_id is not None:
         out[NodeRelationship.PREVIOUS] = RelatedNodeInfo(
-            node_id=chunk_id(doc, position - 1), node_type=ObjectType.TEXT
+            node_id=previous_id, node_type=ObjectType.TEXT
         )
-    if citation.chunk_count is not None and position + 1 < citation.chunk_count:
-        out[NodeRelationship.NEXT] = RelatedNodeInfo(
-            node_id=chunk_id(doc, position + 1), node_type=ObjectType.TEXT
-        )
+    if next_id is not None:
+        out[NodeRelationship.NEXT] = RelatedNodeInfo(node_id=next_id, node_type=ObjectType.TEXT)
     return out
 
 
-def hit_to_node(hit: SearchHit) -> NodeWithScore:
-    """One :class:`SearchHit` as a ``NodeWithScore`` (see the module docstring)."""
+def _text_node(hit: SearchHit, related: dict[NodeRelationship, RelatedNodeInfo]) -> TextNode:
     metadata = hit_to_metadata(hit, reserved=RESERVED_KEYS)
     citation = hit.citation
     hidden = [*HIDDEN_KEYS, *(key for key in _PAGE_KEYS if metadata[key] is None)]
-    node = TextNode(
+    return TextNode(
         id_=hit.id,
         text=hit.text,
         metadata=metadata,
         start_char_idx=citation.start,
         end_char_idx=citation.end,
-        relationships=relationships(citation),
+        relationships=dict(related),
         excluded_embed_metadata_keys=hidden,
         excluded_llm_metadata_keys=list(hidden),
     )
-    return NodeWithScore(node=node, score=hit.score)
+
+
+def hit_to_node(hit: SearchHit) -> NodeWithScore:
+    """One :class:`SearchHit` as a ``NodeWithScore`` (see the module docstring)."""
+    return NodeWithScore(node=_text_node(hit, relationships(hit.citation)), score=hit.score)
+
+
+def chunk_to_node(chunk: StoredChunk) -> TextNode:
+    """A stored chunk (``Retriever.get_chunks``) as the node :func:`hit_to_node` makes for
+    it, ``PREVIOUS`` / ``NEXT`` from the chunk's neighbour ids. It is not a search result,
+    so the scores in its metadata are ``None``."""
+    hit = SearchHit(  # the shared metadata layout is a hit's; its score is cleared below
+        id=chunk.id,
+        score=0.0,
+        text=chunk.text,
+        citation=chunk.citation,
+        metadata=chunk.metadata,
+    )
+    citation = chunk.citation
+    node = _text_node(hit, _related(citation.document_id, chunk.previous_id, chunk.next_id))
+    node.metadata["score"] = None
+    return node
 
 
 def hits_to_nodes(hits: Iterable[SearchHit]) -> list[NodeWithScore]:

@@ -3,16 +3,17 @@
 Each node is stored as one remy document (remy embeds and indexes it itself, for dense
 and BM25 search). A node parser's node (``ref_doc_id`` set) is stored as one chunk, never
 re-chunked; a whole ``Document`` inserted as a node is chunked by remy. Its remy id is
-the node id, except for a random (UUID) node id with a ``file_path`` / ``file_name`` in its
-metadata, as ``SimpleDirectoryReader`` gives: then it is ``"<file path>@<start_char_idx>"``,
-so loading and indexing the same folder again replaces the nodes instead of adding
-copies (:func:`~.documents.stable_id`). The node id, ``ref_doc_id`` and ``PREVIOUS`` /
-``NEXT`` node ids are kept in the metadata keys ``li_node_id``, ``ref_doc_id``, ``li_prev``
-and ``li_next`` (``li_start``: the node's ``start_char_idx``, added to remy's offsets so a
+the node id, except for a random (UUID) node id: then it derives from the source document
+and the node's place in it (:func:`~.convert.stable_id`: ``"<ref doc id or file
+path>[@p<page>]@<start_char_idx>"``, else a content hash), so inserting pages one by one
+keeps every page, and loading and indexing the same files again replaces the nodes
+instead of adding copies. The node id, ``ref_doc_id`` and ``PREVIOUS`` / ``NEXT`` node
+ids are kept in the metadata keys ``li_node_id``, ``ref_doc_id``, ``li_prev`` and
+``li_next`` (``li_start``: the node's ``start_char_idx``, added to remy's offsets so a
 hit's ``start_char_idx`` / ``end_char_idx`` are offsets in the source document), and nodes
-come back with their LlamaIndex ids; metadata follows the
-rule of :mod:`.documents` (``None`` dropped, dicts flattened to dotted keys, lists
-JSON-encoded and restored).
+come back with their LlamaIndex ids. User metadata follows the rule of :mod:`.convert`:
+it comes back exactly, and a user key named like one of these is stored escaped
+(``~ref_doc_id``), so it never changes what ``delete`` removes.
 """
 
 from __future__ import annotations
@@ -34,7 +35,6 @@ from llama_index.core.schema import (
     RelatedNodeType,
     TextNode,
 )
-from llama_index.core.storage.docstore import SimpleDocumentStore
 from llama_index.core.vector_stores.types import (
     BasePydanticVectorStore,
     FilterCondition,
@@ -44,17 +44,18 @@ from llama_index.core.vector_stores.types import (
     VectorStoreQueryMode,
     VectorStoreQueryResult,
 )
-from llama_index.retrievers.remy.convert import hit_to_node
+from llama_index.retrievers.remy import RemyDocumentStore
+from llama_index.retrievers.remy.convert import chunk_to_node, hit_to_node
 
 from remy_retriever import Document, Embedder, InvalidFilterError, InvalidInputError, Retriever
-from remy_retriever.integration import open_engine
+from remy_retriever.integration import Piece, content_digest, open_engine
 
 from .convert import (
-    JSON_KEYS,
     flatten_metadata,
     from_remy_metadata,
     is_split_node,
-    stable_id,
+    piece_of,
+    unique_documents,
     whole_span,
 )
 
@@ -77,7 +78,6 @@ _OPERATORS = {
     FilterOperator.NIN: "$nin",
 }
 _CONDITIONS = {FilterCondition.AND: "$and", FilterCondition.OR: "$or"}
-_OWN_KEYS = ("ref_doc_id", "li_prev", "li_next", "li_start", JSON_KEYS)
 
 
 def filters_to_where(filters: MetadataFilters | None) -> dict[str, Any] | None:
@@ -181,15 +181,10 @@ class RemyVectorStore(BasePydanticVectorStore):
     # -- writing ----------------------------------------------------------------------
 
     def add(self, nodes: Sequence[BaseNode], **add_kwargs: Any) -> list[str]:
-        """Store the nodes (each one remy document with the node's id); returns the ids.
-        All are checked before anything is written."""
-        documents = [_node_document(node) for node in nodes]
-        seen: set[str] = set()
-        for i, (node, doc) in enumerate(zip(nodes, documents)):
-            if doc.id in seen:  # two nodes at one offset of one file: keep the node id
-                documents[i] = replace(doc, id=node.node_id.replace("#", "%23"))
-            seen.add(documents[i].id)
-        self._retriever.add(documents)
+        """Store the nodes (each one remy document); returns their node ids. A node
+        already stored under the same id (see the module docstring) is replaced. All are
+        checked before anything is written."""
+        self._retriever.add(unique_documents([_node_fields(node) for node in nodes]))
         return [node.node_id for node in nodes]
 
     async def async_add(self, nodes: Sequence[BaseNode], **kwargs: Any) -> list[str]:
@@ -266,12 +261,27 @@ class RemyVectorStore(BasePydanticVectorStore):
     ) -> list[BaseNode]:
         return await asyncio.to_thread(self.get_nodes, node_ids, filters)
 
-    def docstore(self) -> SimpleDocumentStore:
-        """A docstore holding every stored node with its ``PREVIOUS`` / ``NEXT``
-        relationships: give it to ``PrevNextNodePostprocessor(docstore=...)``."""
-        docstore = SimpleDocumentStore()
-        docstore.add_documents(self.get_nodes())
-        return docstore
+    def docstore(self) -> RemyDocumentStore:
+        """A live, read-only docstore on this store: give it to
+        ``PrevNextNodePostprocessor(docstore=...)``. It reads each node when asked (always
+        current, any size): a stored node by its node id, any other chunk by its chunk
+        id, each as :meth:`query` returns it, with ``PREVIOUS`` / ``NEXT``."""
+        return RemyDocumentStore(self._retriever, lookup=self._live_nodes)
+
+    def _live_nodes(self, ids: Sequence[str]) -> dict[str, BaseNode]:
+        """The nodes among ``ids``: node ids of stored nodes first, then chunk ids."""
+        found: dict[str, BaseNode] = {}
+        for start in range(0, len(ids), 500):  # a filter's ``$in`` list is bounded
+            found.update(
+                (node.node_id, node) for node in self.get_nodes(list(ids[start : start + 500]))
+            )
+        chunks = self._retriever.get_chunks([i for i in ids if i not in found])
+        for cid, chunk in chunks.items():
+            decoded = replace(chunk, metadata=_user_metadata(chunk.metadata))
+            found[cid] = _restore(
+                chunk_to_node(decoded), chunk.metadata, chunk.citation.chunk_count
+            )
+        return {i: found[i] for i in ids if i in found}
 
     def query(self, query: VectorStoreQuery, **kwargs: Any) -> VectorStoreQueryResult:
         """Search with the query text in the mode's remy mode (see the class docstring)."""
@@ -300,11 +310,16 @@ class RemyVectorStore(BasePydanticVectorStore):
                 else {"li_node_id": node_filter}
             )
         hits = self._retriever.search(query.query_str, **options)
+        # The user metadata from the document records, which hold it exactly (a search
+        # hit's copy can come back with a float off in its last digit).
+        stored = self._retriever.get_documents(list({h.citation.document_id for h in hits}))
         nodes: list[BaseNode] = []
         for hit in hits:
-            node = hit_to_node(hit).node
+            found = stored.get(hit.citation.document_id)
+            own = found.document.metadata if found is not None else hit.metadata
+            node = hit_to_node(replace(hit, metadata=_user_metadata(own))).node
             assert isinstance(node, TextNode)
-            nodes.append(_restore(node, hit.citation.chunk_count))
+            nodes.append(_restore(node, hit.metadata, hit.citation.chunk_count))
         return VectorStoreQueryResult(
             nodes=nodes,
             similarities=[hit.score for hit in hits],
@@ -315,9 +330,18 @@ class RemyVectorStore(BasePydanticVectorStore):
         return await asyncio.to_thread(self.query, query, **kwargs)
 
 
-def _node_document(node: BaseNode) -> Document:
+def _node_fields(node: BaseNode) -> tuple[Piece, dict[str, Any]]:
+    """What identifies ``node`` and the fields of its remy document."""
     start = getattr(node, "start_char_idx", None) if node.ref_doc_id is not None else None
     meta = flatten_metadata(node.metadata)
+    text = node.get_content(metadata_mode=MetadataMode.NONE)
+    piece = piece_of(
+        node.node_id,
+        node.metadata,
+        start if isinstance(start, int) and is_split_node(node) else None,
+        ref_doc_id=node.ref_doc_id,
+        digest=content_digest(text, meta),
+    )
     meta["li_node_id"] = node.node_id
     if node.ref_doc_id is not None:
         meta["ref_doc_id"] = node.ref_doc_id
@@ -328,15 +352,19 @@ def _node_document(node: BaseNode) -> Document:
             meta[key] = relation.node_id
     title = node.metadata.get("title") or node.metadata.get("file_name")
     path = node.metadata.get("file_path")
-    text = node.get_content(metadata_mode=MetadataMode.NONE)
-    return Document(
-        id=stable_id(node.node_id, node.metadata, start),
-        text=text,
-        title=title if isinstance(title, str) else None,
-        path=path if isinstance(path, str) else None,
-        metadata=meta,
-        chunk_spans=whole_span(text) if is_split_node(node) else None,  # never re-chunked
-    )
+    fields = {
+        "text": text,
+        "title": title if isinstance(title, str) else None,
+        "path": path if isinstance(path, str) else None,
+        "metadata": meta,
+        "chunk_spans": whole_span(text) if is_split_node(node) else None,  # never re-chunked
+    }
+    return piece, fields
+
+
+def _node_document(node: BaseNode) -> Document:
+    """``node`` as the remy document :meth:`RemyVectorStore.add` stores for it alone."""
+    return unique_documents([_node_fields(node)])[0]
 
 
 def _relationships(meta: Mapping[str, Any]) -> dict[NodeRelationship, RelatedNodeType]:
@@ -352,8 +380,7 @@ def _relationships(meta: Mapping[str, Any]) -> dict[NodeRelationship, RelatedNod
 
 
 def _user_metadata(meta: Mapping[str, Any]) -> dict[str, Any]:
-    restored = from_remy_metadata(meta)
-    return {k: v for k, v in restored.items() if k not in (*_OWN_KEYS, "li_node_id")}
+    return from_remy_metadata(meta)
 
 
 def _document_node(document: Document) -> TextNode:
@@ -365,12 +392,16 @@ def _document_node(document: Document) -> TextNode:
     )
 
 
-def _restore(node: TextNode, chunk_count: int | None) -> TextNode:
-    """A search hit's node with the stored node's id (when remy kept it in one chunk),
-    metadata and relationships."""
-    own = node.metadata
-    node.relationships = _relationships(own)
-    node.metadata = _user_metadata(own)
+def _restore(node: TextNode, own: Mapping[str, Any], chunk_count: int | None) -> TextNode:
+    """A search hit's or chunk's node (its metadata: the flat keys and the user's,
+    decoded) with the stored node's id (when remy kept it in one chunk) and
+    relationships; ``own`` is the stored metadata."""
+    if chunk_count == 1 and isinstance(own.get("li_node_id"), str):
+        node.relationships = _relationships(own)  # the stored node's own neighbours
+    else:  # a chunk remy cut: PREVIOUS / NEXT are its neighbour chunks (docstore() has them)
+        source = _relationships(own).get(NodeRelationship.SOURCE)
+        if source is not None:
+            node.relationships[NodeRelationship.SOURCE] = source
     offset = own.get("li_start")
     if isinstance(offset, int) and node.start_char_idx is not None:
         node.start_char_idx += offset  # remy's offsets are within the node: make them the file's
