@@ -58,6 +58,7 @@ __all__ = [
     "query_vectors",
     "raw_records",
     "reinsert",
+    "repair_reachability",
 ]
 
 _log = logging.getLogger(__name__)
@@ -74,6 +75,8 @@ _TWIN_DISTANCE = 1e-5
 #: Vectors per Chroma query call (each call holds the embedded store's engine lock).
 _BATCH = 100
 _WIDE_BATCH = 20
+#: Re-insert rounds of one repair (see :func:`repair_reachability`).
+REPAIR_ROUNDS = 3
 #: The journal's file name, in the lexical index's directory.
 JOURNAL_FILE = "reinsert.json"
 
@@ -281,3 +284,22 @@ def reinsert(dense: DenseStore, ids: Sequence[str], journal: ReinsertJournal) ->
     put_raw(dense, again)
     journal.clear()
     return find_unreachable(dense, list(again.ids))
+
+
+def repair_reachability(
+    dense: DenseStore, unreachable: Sequence[str], checked: Sequence[str], journal: ReinsertJournal
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Re-insert ``unreachable`` (call holding the writer lock). A re-insert relinks the
+    chunk's neighbours too, which can leave another chunk with no link to it, so the
+    ``checked`` chunks are checked again after each round, and whatever is unreachable
+    then is re-inserted, up to :data:`REPAIR_ROUNDS` rounds. Returns ``(every chunk found
+    unreachable, those still unreachable at the end)``."""
+    found = list(dict.fromkeys(unreachable))
+    todo = list(found)
+    for _ in range(REPAIR_ROUNDS):
+        if not todo:
+            break
+        reinsert(dense, todo, journal)
+        todo = find_unreachable(dense, checked)
+        found += [cid for cid in todo if cid not in set(found)]
+    return tuple(sorted(found)), tuple(sorted(todo))

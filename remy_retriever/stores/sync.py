@@ -46,7 +46,13 @@ from .dense import DenseStore
 from .document_table import DocumentTable
 from .lexical import LexicalIndex, LexicalIndexCorruptError
 from .locking import WriterLock
-from .reachability import DOCTOR_SAMPLE, ReinsertJournal, choose_sample, find_unreachable, reinsert
+from .reachability import (
+    DOCTOR_SAMPLE,
+    ReinsertJournal,
+    choose_sample,
+    find_unreachable,
+    repair_reachability,
+)
 
 __all__ = ["SYNC_MARGIN_MS", "DoctorReport", "StoreSync", "SyncState"]
 
@@ -404,8 +410,8 @@ class StoreSync:
             )
             if repair:
                 self._repair(report, damaged)
-                left = reinsert(self.dense, unreachable, self.journal)
-                report = replace(report, unreachable_after_repair=tuple(left))
+                found, left = repair_reachability(self.dense, unreachable, checked, self.journal)
+                report = replace(report, unreachable=found, unreachable_after_repair=left)
                 self._synced(generation, started)
                 if drop_chunks or drop_records or lost or unreachable:
                     self.dense.bump_generation()
