@@ -16,7 +16,7 @@ from typing import Any
 
 import chromadb
 
-from .errors import InvalidInputError, ServerUnavailableError, StoreError
+from .errors import ServerUnavailableError, StoreError
 from .ingest.files import DEFAULT_MAX_DOCUMENT_BYTES, FileIssue
 from .ingest.folder import ingest_paths
 from .ingest.writer import Ingestor, IngestReport
@@ -40,17 +40,18 @@ from .stores.dense import check_hnsw
 from .stores.document_table import TABLE_SUFFIX, StoredDocument
 from .stores.identity import prepare_embedder
 from .stores.opening import check_location, open_stores
+from .stores.reachability import DOCTOR_SAMPLE, checked_sample
 from .stores.sync import DoctorReport
 from .stores.tantivy_schema import check_bm25_statistics
 from .supermemory.responses import DocumentSearchResponse
 from .util.progress import show_progress
-from .util.reprs import short_repr
 from .util.retry import RetryPolicy
 
 Queries = Mapping[str, str]
 Qrels = Mapping[str, Mapping[str, int]]
 
 __all__ = [
+    "DOCTOR_SAMPLE",
     "DoctorReport",
     "FileIssue",
     "IngestReport",
@@ -256,13 +257,13 @@ class Retriever:
         repairs anything that went wrong with it). Returns the chunks indexed."""
         return self._sync.rebuild_lexical()
 
-    def doctor(self, *, repair: bool = False) -> DoctorReport:
-        """Check (``repair=True``: fix) drift between Chroma and the lexical index
-        (:meth:`.stores.sync.StoreSync.doctor`); runs on open after an interrupted write."""
-        if not isinstance(repair, bool):
-            msg = f"repair must be True or False, got {type(repair).__name__} {short_repr(repair)}"
-            raise InvalidInputError(msg)
-        return self._sync.doctor(repair=repair)
+    def doctor(
+        self, *, repair: bool = False, full: bool = False, sample: int = DOCTOR_SAMPLE
+    ) -> DoctorReport:
+        """Check (``repair=True``: fix) drift between the indexes, and the dense reachability
+        of ``sample`` chunks, half of them the newest (``full=True``: all; ``0``: none);
+        :meth:`.stores.sync.StoreSync.doctor`. Runs on open after an interrupted write."""
+        return self._sync.doctor(repair=repair, sample=checked_sample(repair, full, sample))
 
     def get_documents(self, document_ids: Sequence[str]) -> dict[str, StoredDocument]:
         """The stored documents (text, citation fields, timestamps); unknown ids left out."""

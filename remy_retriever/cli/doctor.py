@@ -1,6 +1,7 @@
 """``remy doctor``: check (and with ``--repair`` fix) drift between Chroma and the lexical
-index, and between the documents and the memories the memory rule makes from them. Exit
-code 0 when in sync or repaired, 1 when drift was found and left."""
+index, the dense reachability of its chunks, and between the documents and the memories
+the memory rule makes from them. Exit code 0 when in sync or repaired, 1 when drift was
+found and left."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import argparse
 import dataclasses
 from typing import Any
 
-from ..retriever import Retriever, list_collections
+from ..retriever import DOCTOR_SAMPLE, Retriever, list_collections
 from .common import add_store_flags, open_retriever, print_json, require_collection, store_client
 
 __all__ = ["add_parser", "run"]
@@ -24,6 +25,19 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     )
     add_store_flags(parser)
     parser.add_argument("--repair", action="store_true", help="fix what is found")
+    parser.add_argument(
+        "--full",
+        action="store_true",
+        help="check the dense reachability of every chunk, not a sample",
+    )
+    parser.add_argument(
+        "--sample",
+        type=int,
+        default=DOCTOR_SAMPLE,
+        metavar="N",
+        help="chunks whose dense reachability is checked, half of them the newest "
+        "(0: skip the check; default: %(default)s)",
+    )
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument(
         "--memory-collection",
@@ -41,7 +55,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
 def run(args: argparse.Namespace) -> int:
     """Run ``remy doctor``: prints the report (or its JSON); returns the exit code."""
     with open_retriever(args) as r:
-        report = r.doctor(repair=args.repair)
+        report = r.doctor(repair=args.repair, full=args.full, sample=args.sample)
         memory, memory_note = _check_memories(args, r)
     data = dataclasses.asdict(report)
     data["ok"] = report.ok
@@ -51,16 +65,20 @@ def run(args: argparse.Namespace) -> int:
         print_json(data, ascii_only=True)
     else:
         print(f"chunks in Chroma: {report.chunks}; in the lexical index: {report.lexical_chunks}")
+        print(f"dense reachability checked for {report.reachability_checked} chunks")
         for key, value in data.items():
             if isinstance(value, (list, tuple)) and value:
                 shown = ", ".join(map(str, value[:10])) + (" ..." if len(value) > 10 else "")
                 print(f"{key.replace('_', ' ')}: {len(value)} ({shown})")
-        state = (
-            "repaired" if report.repaired and not report.ok else ("ok" if report.ok else "drift")
-        )
+        if report.ok:
+            state = "ok"
+        elif report.repaired:
+            state = "repaired" if report.fixed else "repair incomplete"
+        else:
+            state = "drift"
         print(f"status: {state}")
         _print_memories(memory, memory_note)
-    fine = report.ok or report.repaired
+    fine = report.fixed
     if memory is not None:
         fine = fine and (memory["ok"] or memory["repaired"])
     return 0 if fine else 1

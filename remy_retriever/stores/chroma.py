@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 
 import chromadb
 import httpx
+from chromadb.api.shared_system_client import SharedSystemClient
 
 from ..errors import (
     CollectionNotFoundError,
@@ -212,16 +213,66 @@ def open_client(
     # a chdir would reach the cached client of another directory.
     root = local_path("./remy_data" if path is None else path, "path")
     _check_store_dir(root, create=create)
+    if create:
+        _make_store_dir(root)
+    failures = 0
+    while True:
+        try:
+            # The directory exists, so the lock is real: two processes creating one new
+            # store take turns, and the second finds the first one's database.
+            with ChromaLock(root):
+                persistent = chromadb.PersistentClient(path=str(root))
+            break
+        except Exception as exc:
+            failures += 1
+            _forget_failed_system(str(root))
+            if failures < len(_CREATE_RETRY_DELAYS) + 1 and _is_creation_race(exc):
+                # A plain chromadb process (which takes no remy lock) is creating or
+                # migrating the same database: its work is done in a moment.
+                time.sleep(_CREATE_RETRY_DELAYS[failures - 1])
+                continue
+            msg = (
+                f"cannot open the embedded store at {str(root)!r} ({type(exc).__name__}: "
+                f"{exc}); check that it is a Chroma store directory you can write to"
+            )
+            raise StoreError(msg) from exc
+    return OpenedClient(persistent, f"embedded store {str(root)!r}", root)
+
+
+#: Chroma's errors when another process creates (or migrates) the same new database at
+#: the same moment; an opener that meets one waits and tries again.
+_CREATION_RACE_ERRORS = ("database is locked", "already exists", "database schema has changed")
+#: The pauses (seconds) between those tries.
+_CREATE_RETRY_DELAYS = (0.05, 0.1, 0.2, 0.4, 0.8, 1.6)
+
+
+def _is_creation_race(exc: BaseException) -> bool:
+    text = str(exc)
+    return any(hint in text for hint in _CREATION_RACE_ERRORS)
+
+
+def _make_store_dir(root: Path) -> None:
+    """Create a new store's directory before anything else, so that its Chroma lock file
+    can be taken (without a directory there is no lock to share)."""
     try:
-        with ChromaLock(root):
-            persistent = chromadb.PersistentClient(path=str(root))
-    except Exception as exc:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
         msg = (
-            f"cannot open the embedded store at {str(root)!r} ({type(exc).__name__}: "
-            f"{exc}); check that it is a Chroma store directory you can write to"
+            f"cannot create the store directory {str(root)!r} ({exc.strerror or exc}); "
+            "pass a directory you can write to"
         )
         raise StoreError(msg) from exc
-    return OpenedClient(persistent, f"embedded store {str(root)!r}", root)
+
+
+def _forget_failed_system(identifier: str) -> None:
+    """chromadb caches a client's system by path before starting it, and keeps it when
+    starting fails: drop that half-started system, or every later open of the path in
+    this process would reuse it. A system some other client uses is kept."""
+    systems = SharedSystemClient._identifier_to_system
+    refcounts = SharedSystemClient._identifier_to_refcount
+    with SharedSystemClient._refcount_lock:
+        if refcounts.get(identifier, 0) == 0:
+            systems.pop(identifier, None)
 
 
 #: POSIX limits on one file name and a whole path, in bytes (Linux's values).

@@ -90,7 +90,7 @@ class ChromaLock:
             try:
                 state.fd = os.open(state.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
             except FileNotFoundError:
-                return  # no store directory yet: nothing to share
+                return  # no directory (open_client makes a new store's first): no lock
             except PermissionError:
                 try:  # a read-only store: flock works on a read-only descriptor too
                     state.fd = os.open(state.path, os.O_RDONLY | os.O_CLOEXEC)

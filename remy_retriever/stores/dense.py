@@ -175,7 +175,7 @@ class DenseStore:
             self.calls.call("reload the embedded store", lambda: self._reload(generation, force))
         return True
 
-    def _read(self, what: str, fn: Callable[[], T]) -> T:
+    def read(self, what: str, fn: Callable[[], T]) -> T:
         """Run a Chroma read; when it fails because this process's embedded view lags
         another process's writes (:data:`STALE_VIEW_ERRORS`), reload the view and retry
         after each of :data:`STALE_READ_DELAYS`, then raise :class:`StoreError`."""
@@ -500,7 +500,7 @@ class DenseStore:
         if n <= 0 or (among is not None and not among):
             return []
         self.ensure_fresh()
-        result = self._read(
+        result = self.read(
             "search",
             lambda: self.collection.query(
                 query_embeddings=[embedding],
@@ -530,7 +530,7 @@ class DenseStore:
         include = ["metadatas"] if documents or metadatas else []
         if ids is not None and not ids:
             return []
-        result = self._read(
+        result = self.read(
             "read chunks",
             lambda: self.collection.get(
                 ids=list(dict.fromkeys(ids)) if ids is not None else None,  # Chroma: unique

@@ -27,6 +27,7 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 from ..errors import InvalidInputError, StoreError
@@ -45,6 +46,13 @@ from .dense import DenseStore
 from .document_table import DocumentTable
 from .lexical import LexicalIndex, LexicalIndexCorruptError
 from .locking import WriterLock
+from .reachability import (
+    DOCTOR_SAMPLE,
+    ReinsertJournal,
+    choose_sample,
+    find_unreachable,
+    repair_reachability,
+)
 
 __all__ = ["SYNC_MARGIN_MS", "DoctorReport", "StoreSync", "SyncState"]
 
@@ -104,6 +112,12 @@ class DoctorReport:
     stale_in_lexical: tuple[str, ...] = ()
     extra_in_lexical: tuple[str, ...] = ()
     missing_vectors: tuple[str, ...] = ()
+    #: Chunks whose dense reachability was checked (a sample unless ``full=True``).
+    reachability_checked: int = 0
+    #: Chunks a dense search for their own vector did not return.
+    unreachable: tuple[str, ...] = ()
+    #: Of those, the ones a repair could not make reachable.
+    unreachable_after_repair: tuple[str, ...] = ()
     repaired: bool = False
 
     @property
@@ -117,7 +131,13 @@ class DoctorReport:
             or self.stale_in_lexical
             or self.extra_in_lexical
             or self.missing_vectors
+            or self.unreachable
         )
+
+    @property
+    def fixed(self) -> bool:
+        """True when nothing drifted, or a repair fixed all of it."""
+        return self.ok or (self.repaired and not self.unreachable_after_repair)
 
 
 class StoreSync:
@@ -141,6 +161,7 @@ class StoreSync:
         #: The stored search config as last read: (its text, the options it holds).
         self._config_parsed: tuple[object, dict[str, Any]] | None = None
         self.lexical = self._open_lexical(lexical_path, lock_timeout)
+        self.journal = ReinsertJournal(Path(os.fspath(lexical_path)))
 
     def _open_lexical(self, path: str | os.PathLike[str], lock_timeout: float) -> LexicalIndex:
         """Open the lexical index; if its files are damaged, discard them (holding the
@@ -326,7 +347,7 @@ class StoreSync:
 
     # -- doctor -------------------------------------------------------------------------
 
-    def doctor(self, *, repair: bool = False) -> DoctorReport:
+    def doctor(self, *, repair: bool = False, sample: int | None = DOCTOR_SAMPLE) -> DoctorReport:
         """Check (and with ``repair=True`` fix) drift between Chroma and the lexical index.
 
         Checks: every document's chunks form one complete version (same content hash,
@@ -338,9 +359,16 @@ class StoreSync:
         complete one), deletes other chunks, drops disagreeing document records (the
         next ``add`` rewrites them), re-embeds chunks whose vectors are lost, and
         re-indexes the lexical side from Chroma.
+
+        Dense reachability (:mod:`.reachability`): ``sample`` chunks (half of them the
+        newest; ``None``: every chunk; ``0``: none) must each be found by a dense search
+        for their own vector; repair re-inserts those that are not, and reports in
+        ``unreachable_after_repair`` any that stay unreachable.
         """
         with self.write_lock, self._sync_lock:
             self.dense.ensure_fresh(write=True)
+            if repair:  # chunks an interrupted re-insert removed go back first
+                self.journal.replay(self.dense)
             generation = self.dense.generation()
             started = _now_ms()
             chunks: dict[str, ChunkState] = {}
@@ -362,6 +390,10 @@ class StoreSync:
             stale = sorted(c for c, h in lexical.items() if h != hashes[c])
             extra = sorted(lexical_ids - set(hashes))
             lost = sorted(self.dense.missing_vectors(sorted(hashes)))
+            gone = set(lost)
+            ages = {c: chunks[c].updated_ms for c in hashes if c not in gone}
+            checked = choose_sample(ages, sample)
+            unreachable = tuple(find_unreachable(self.dense, checked))
             report = DoctorReport(
                 chunks=len(hashes),
                 lexical_chunks=len(lexical_ids),
@@ -372,12 +404,16 @@ class StoreSync:
                 stale_in_lexical=tuple(stale),
                 extra_in_lexical=tuple(extra),
                 missing_vectors=tuple(lost),
+                reachability_checked=len(checked),
+                unreachable=unreachable,
                 repaired=repair,
             )
             if repair:
                 self._repair(report, damaged)
+                found, left = repair_reachability(self.dense, unreachable, checked, self.journal)
+                report = replace(report, unreachable=found, unreachable_after_repair=left)
                 self._synced(generation, started)
-                if drop_chunks or drop_records or lost:
+                if drop_chunks or drop_records or lost or unreachable:
                     self.dense.bump_generation()
             return report
 

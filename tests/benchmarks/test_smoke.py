@@ -352,3 +352,16 @@ def test_onnx_backends_smoke(tmp_path: Path, beir_dir: Path) -> None:
         assert res["quality"]["hybrid"]["nDCG@10"] > 0.5, backend
     # fp32 ONNX ranks exactly as torch does
     assert result["ratios"][beir_dir.name]["onnx"]["ndcg10_loss_semantic"] == 0.0
+
+
+def test_reachability_profile_smoke(tmp_path: Path) -> None:
+    out = tmp_path / "results"
+    _run("benchmarks.reachability", "--n", "1200", "--reps", "1", "--out", str(out))
+    data = json.loads((out / "reachability.json").read_text())
+    assert data["machine"]["load_average_end"] and data["versions"]["remy-retriever"]
+    r = data["result"]
+    assert r["chunks"] == 1200 and r["build_s"] > 0
+    ways = list(r["ways"].values())
+    assert [w["checked"] for w in ways] == [0, 1000, 1200]
+    assert all(w["median_s"] > 0 for w in ways)
+    assert "| doctor --full (every chunk) | 1200 |" in (out / "reachability.md").read_text()

@@ -280,12 +280,12 @@ def test_a_read_that_stays_stale_fails_after_bounded_retries(tmp_path: Path) -> 
         raise RuntimeError(msg)
 
     with pytest.raises(StoreError, match=r"stayed behind .*`chroma run`") as info:
-        r._sync.dense._read("search", stale)
+        r._sync.dense.read("search", stale)
     assert "Error finding id" in str(info.value)
     assert len(calls) == len(STALE_READ_DELAYS) + 1
     calls.clear()  # any other failure is not retried
     with pytest.raises(StoreError, match="boom"):
-        r._sync.dense._read("search", broken)
+        r._sync.dense.read("search", broken)
     assert len(calls) == 1
     r.close()
 

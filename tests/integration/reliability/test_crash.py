@@ -459,10 +459,14 @@ def test_doctor_finds_and_restores_vectors_lost_from_chromas_index(tmp_path: Pat
         assert {"doc3", "doc4", "doc5"} <= lost, sorted(lost)[:10]
         assert lost <= {f"doc{i}" for i in range(3, 530)}, sorted(lost)[:10]
         assert not report.ok
-        repaired = r.doctor(repair=True)
+        repaired = r.doctor(repair=True, full=True)
         assert set(repaired.missing_vectors) == set(report.missing_vectors)
-        after = r.doctor()
+        # The vectors are back: nothing else is wrong (sample=0: reachability aside).
+        after = r.doctor(sample=0)
         assert after.missing_vectors == () and after.ok, after
+        # A store damaged this way can also hold chunks its graph cannot reach, and a
+        # re-insert relinks neighbours: a further full repair leaves none unreachable.
+        assert r.doctor(repair=True, full=True).fixed
         check_indexes_agree(r)
         for cid, text, _ in r._sync.dense.get(ids=list(report.missing_vectors)[:20]):
             # Its vector is back: a near-exhaustive semantic search for its own text
