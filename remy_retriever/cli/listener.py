@@ -45,6 +45,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import InvalidInputError
+from ..util.asgi import send_json_error
 
 __all__ = [
     "HostCheck",
@@ -231,24 +232,6 @@ def _json_body(status: int, message: str, details: Any = None) -> bytes:
     return json.dumps({"error": message, "details": details}).encode()
 
 
-async def _refuse(
-    send: _Send, status: int, message: str, *, headers: Sequence[tuple[bytes, bytes]] = ()
-) -> None:
-    body = _json_body(status, message)
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(body)).encode()),
-                *headers,
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": body})
-
-
 class HostCheck:
     """Answer 421 to a request whose ``Host`` header names no host of ``allowed`` (names
     as :func:`_host_name` spells them): the DNS-rebinding defence."""
@@ -271,7 +254,7 @@ class HostCheck:
                 if scope["type"] == "websocket":
                     await send({"type": "websocket.close", "code": 1008, "reason": "bad Host"})
                 else:
-                    await _refuse(send, 421, message)
+                    await send_json_error(send, 421, message)
                 return
         await self.app(scope, receive, send)
 
@@ -301,7 +284,7 @@ class OriginCheck:
                     "may not change this server's data (cross-site request forgery). Call "
                     "it from a program, or start the server with --cors-origin ORIGIN"
                 )
-                await _refuse(send, 403, message)
+                await send_json_error(send, 403, message)
                 return
         await self.app(scope, receive, send)
 
@@ -351,7 +334,7 @@ class RequestLimits:
                 f"this API key already has {self.per_key} requests in flight; wait for "
                 "their answers and retry"
             )
-            await _refuse(send, 429, message, headers=[(b"retry-after", b"1")])
+            await send_json_error(send, 429, message, headers=[(b"retry-after", b"1")])
             return
         if key is not None:
             self._by_key[key] = self._by_key.get(key, 0) + 1
@@ -390,7 +373,7 @@ class RequestLimits:
     @staticmethod
     async def _busy(send: _Send, why: str) -> None:
         message = f"the server is busy ({why}); retry after a moment"
-        await _refuse(send, 503, message, headers=[(b"retry-after", b"1")])
+        await send_json_error(send, 503, message, headers=[(b"retry-after", b"1")])
 
 
 def guard(app: _App, policy: ListenerPolicy) -> _App:

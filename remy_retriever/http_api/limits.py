@@ -9,13 +9,13 @@ route or model sees it. The body is then handed on unchanged.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 from starlette.exceptions import HTTPException
 
 from ..errors import InvalidInputError
+from ..util.asgi import send_json_error
 from ..util.json_limits import check_json_text
 
 __all__ = ["JsonLimits"]
@@ -55,7 +55,7 @@ class JsonLimits:
             try:
                 message = await receive()
             except HTTPException as exc:  # the body limit, raised as it streams in
-                await _answer(send, exc.status_code, str(exc.detail))
+                await send_json_error(send, exc.status_code, str(exc.detail))
                 return
             messages.append(message)
             if message["type"] != "http.request":
@@ -68,7 +68,7 @@ class JsonLimits:
             try:
                 check_json_text(body, what="body")
             except InvalidInputError as exc:
-                await _answer(send, 400, str(exc))
+                await send_json_error(send, 400, str(exc))
                 return
         replay: list[_Message] = [{"type": "http.request", "body": body, "more_body": False}]
         if messages and messages[-1]["type"] != "http.request":
@@ -78,18 +78,3 @@ class JsonLimits:
             return replay.pop(0) if replay else await receive()
 
         await self.app(scope, replayed, send)
-
-
-async def _answer(send: _Send, status: int, message: str) -> None:
-    body = json.dumps({"error": message, "details": None}).encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(body)).encode()),
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": body})

@@ -45,6 +45,7 @@ from typing import Any, Literal
 
 from ..errors import StoreError
 from ..retriever import Retriever, local_dir
+from ..util.paths import fsync_dir
 
 __all__ = [
     "JOURNAL_DIR",
@@ -198,7 +199,7 @@ class Journal:
                 os.fsync(fd)
             finally:
                 os.close(fd)
-            _fsync_dir(self.path.parent)
+            fsync_dir(self.path.parent)
         except OSError as exc:
             _log.warning("cannot create the memory journal %s: %s", self.path, exc)
 
@@ -277,13 +278,3 @@ class Journal:
         except OSError as exc:
             msg = f"cannot clear the memory journal {self.path}: {exc}"
             raise StoreError(msg) from exc
-
-
-def _fsync_dir(directory: Path) -> None:
-    if os.name != "posix":
-        return
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import StoreError
+from ..util.paths import fsync_dir
 
 __all__ = ["read_json", "stat_signature", "write_json_atomic", "write_text_atomic"]
 
@@ -62,18 +63,8 @@ def write_text_atomic(path: Path, text: str) -> None:
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)
-        _fsync_dir(path.parent)
+        fsync_dir(path.parent)
     except OSError as exc:
         tmp.unlink(missing_ok=True)
         msg = f"cannot write {path}: {exc}"
         raise StoreError(msg) from exc
-
-
-def _fsync_dir(directory: Path) -> None:
-    if os.name != "posix":
-        return
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

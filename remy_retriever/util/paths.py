@@ -12,7 +12,15 @@ from collections.abc import Sequence
 from ..errors import InvalidDocumentError, InvalidInputError
 from .reprs import short_repr
 
-__all__ = ["check_path", "check_paths", "inside", "printable", "real_path", "resolve_inside"]
+__all__ = [
+    "check_path",
+    "check_paths",
+    "fsync_dir",
+    "inside",
+    "printable",
+    "real_path",
+    "resolve_inside",
+]
 
 
 def check_path(path: object) -> str:
@@ -98,3 +106,14 @@ def resolve_inside(path: object, roots: Sequence[str], *, base: str | None = Non
         )
         raise InvalidDocumentError(msg)
     return real
+
+
+def fsync_dir(directory: str | os.PathLike[str]) -> None:
+    """Make a rename or a new file in ``directory`` durable (POSIX; elsewhere a no-op)."""
+    if os.name != "posix":
+        return
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
