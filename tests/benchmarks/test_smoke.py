@@ -365,3 +365,45 @@ def test_reachability_profile_smoke(tmp_path: Path) -> None:
     assert [w["checked"] for w in ways] == [0, 1000, 1200]
     assert all(w["median_s"] > 0 for w in ways)
     assert "| doctor --full (every chunk) | 1200 |" in (out / "reachability.md").read_text()
+
+
+def _serve_run(p50: float, p99: float, errors: int = 0) -> dict[str, Any]:
+    side = {"p50_ms": p50, "p99_ms": p99, "per_second": 10.0, "errors": errors}
+    idle = {"p50_ms": 1.0, "p99_ms": 2.0, "per_second": 1.0, "errors": 0}
+    machine = {"load_average_start": [0.0, 0.0, 0.0], "date": "2026-12-02"}
+    return {
+        "http": {"search": side, "add": idle},
+        "in_process": {"search": idle, "add": idle},
+        "machine": machine,
+    }
+
+
+def _ingest_run(files_per_s: float) -> dict[str, Any]:
+    return {
+        "result": {
+            "ours_ingest": {"files_per_s": files_per_s, "files_failed": 0},
+            "systems": {"ours": {"files_per_s": files_per_s * 10}},
+        },
+        "machine": {"date": "2026-12-02"},
+    }
+
+
+def test_ab_summary_takes_the_ratio_of_medians_and_counts_errors(tmp_path: Path) -> None:
+    from benchmarks import ab
+
+    runs = {
+        "base": ([_serve_run(100, 200), _serve_run(120, 260)], [_ingest_run(8), _ingest_run(6)]),
+        "this": ([_serve_run(130, 300, errors=2), _serve_run(90, 180)], [_ingest_run(7)] * 2),
+    }
+    for side, (serve, ingest) in runs.items():
+        (tmp_path / side).mkdir()
+        for i, data in enumerate(serve, 1):
+            (tmp_path / side / f"serve-load-{i}.json").write_text(json.dumps(data))
+        for i, data in enumerate(ingest, 1):
+            (tmp_path / side / f"ingest-files-{i}.json").write_text(json.dumps(data))
+    data = ab.summarise(tmp_path)
+    assert data["ratios"]["search_p50_ms"] == 1.0  # medians 110 and 110
+    assert data["ratios"]["search_p99_ms"] == round(240 / 230, 3)
+    assert data["ratios"]["ingest_files_per_s"] == 1.0
+    assert [r["errors"] for r in data["serve_load"]["this"]] == [2, 0]
+    assert "| this | 1 | 130 | 300 | 10.0 | 2 |" in ab.markdown(data, "old", "new")
