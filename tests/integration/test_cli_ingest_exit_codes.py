@@ -169,3 +169,37 @@ def test_usage_errors_exit_2_never_the_code_of_a_failed_file(
             assert _ids(db) == [], case
     # A file that is named properly but cannot be used is not a usage error (main: 2).
     assert _exit_code(["ingest", str(docs / "bad.md"), "--db", str(tmp_path / "db")]) == 1
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "flags"),
+    [
+        # half a million elements: a parse tree far over a 160 MiB budget
+        (
+            "tags.html",
+            b"<html><body>" + b"<p><b>x</b></p>" * 500_000,
+            ["--max-parse-memory", "160M"],
+        ),
+        # menus nested 80,000 deep: clutter removal far over a one-second budget
+        (
+            "menus.html",
+            b"<html><body>" + b'<div class="menu"><a>m</a>' * 80_000 + b"x",
+            ["--max-parse-seconds", "1"],
+        ),
+    ],
+    ids=["over the memory budget", "over the time budget"],
+)
+def test_a_file_over_its_parse_budget_exits_1_and_the_rest_are_stored(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    name: str,
+    content: bytes,
+    flags: list[str],
+) -> None:
+    docs = _folder(tmp_path / "docs", {"good.md": "# Good\n\nwombat notes", name: content})
+    db = str(tmp_path / "db")
+    assert _ingest(str(docs), "--db", db, *flags) == 1
+    err = capsys.readouterr().err
+    assert "failed 1 file(s)" in err and name in err
+    assert "too large or too slow to parse" in err
+    assert _ids(tmp_path / "db") == ["good.md"]
