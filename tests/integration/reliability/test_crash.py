@@ -198,7 +198,9 @@ def _verify(store: Path, model: Model, rng: random.Random) -> None:
     try:
         check_indexes_agree(r)
         check_vectors_complete(r)
-        assert r.doctor().ok, r.doctor()
+        # Integrity only: dense reachability (an HNSW recall property that churn can
+        # break for a chunk) has its own tests in test_reachability.py.
+        assert r.doctor(sample=0).ok, r.doctor(sample=0)
         chunks = check_whole_documents(r)
         versions = {str(m["remy_doc_id"]): int(m["version"]) for m in dense_records(r).values()}
         others = sorted(set(model.acked) - model.touched)

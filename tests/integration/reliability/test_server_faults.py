@@ -75,7 +75,7 @@ def _assert_intact(r: Retriever, acked: list[int]) -> None:
             assert f"f{i}" in doc_ids(hits), (mode, i)
     check_indexes_agree(r)
     check_whole_documents(r)
-    assert r.doctor().ok
+    assert r.doctor(sample=0).ok  # integrity; reachability: test_reachability.py
 
 
 @pytest.mark.timeout(240)

@@ -88,4 +88,6 @@ def test_one_writer_and_two_searcher_processes_see_no_errors(tmp_path: Path) -> 
         check_indexes_agree(r)
         check_whole_documents(r)
         check_vectors_complete(r)
-        assert r.doctor().ok
+        # Integrity only: dense reachability (an HNSW recall property that churn can
+        # break for a chunk) has its own tests in test_reachability.py.
+        assert r.doctor(sample=0).ok
