@@ -6,16 +6,21 @@ and the crash worker runs from it. Keep it free of pytest imports (subprocesses 
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
+import os
 import re
 import threading
+import time
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from remy_retriever import Retriever
+from remy_retriever.stores.locking import LOCK_FILE
 
 _TOKEN = re.compile(r"\w+")
 MODES = ("semantic", "lexical", "hybrid")
@@ -171,3 +176,26 @@ class ZipfText:
 
     def paragraph(self, rng: np.random.Generator, n: int) -> str:
         return " ".join(self.words_for(rng, n)) + "."
+
+
+def wait_until_unlocked(store: Path, timeout: float = 30) -> None:
+    """Until a killed writer's lock on ``store`` is free. The OS drops a killed process's
+    ``flock``, but not always by the time its pid is gone (measured: about one kill in
+    three still held it for a moment); an open in that moment sees a live writer and
+    rightly leaves the repair to the next writer, which is not what a crash test checks."""
+    lock_path = store / LOCK_FILE
+    if not lock_path.exists():
+        return
+    deadline = time.monotonic() + timeout
+    fd = os.open(lock_path, os.O_RDWR)
+    try:
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fcntl.flock(fd, fcntl.LOCK_UN)
+                return
+            except BlockingIOError:
+                assert time.monotonic() < deadline, f"{lock_path} still locked after {timeout} s"
+                time.sleep(0.005)
+    finally:
+        os.close(fd)

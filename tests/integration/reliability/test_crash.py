@@ -7,7 +7,6 @@ garbled).
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import random
@@ -32,11 +31,11 @@ from remy_reliability_support import (
     check_whole_documents,
     dense_records,
     doc_ids,
+    wait_until_unlocked,
 )
 
 from remy_retriever import Document, Retriever
 from remy_retriever.cli import main as cli_main
-from remy_retriever.stores.locking import LOCK_FILE
 
 WORKER = Path(__file__).resolve().parent / "crash_worker.py"
 SEEDS = 20
@@ -106,29 +105,6 @@ def _kill_and_wait(pid: int) -> None:
     while _alive(pid):
         assert time.monotonic() < deadline, f"worker {pid} survived SIGKILL"
         time.sleep(0.01)
-
-
-def _wait_until_unlocked(store: Path, timeout: float = 20) -> None:
-    """Until the dead writer's lock on ``store`` is free. The OS drops a killed process's
-    ``flock``, but not always by the time its pid is gone (measured here: about one kill
-    in three still held it for a moment); an open in that moment sees a live writer and
-    rightly leaves the repair to the next writer, which is not what this test checks."""
-    lock_path = store / LOCK_FILE
-    if not lock_path.exists():
-        return
-    deadline = time.monotonic() + timeout
-    fd = os.open(lock_path, os.O_RDWR)
-    try:
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                fcntl.flock(fd, fcntl.LOCK_UN)
-                return
-            except BlockingIOError:
-                assert time.monotonic() < deadline, f"{lock_path} still locked after {timeout} s"
-                time.sleep(0.005)
-    finally:
-        os.close(fd)
 
 
 def _acks(path: Path) -> list[str]:
@@ -247,7 +223,7 @@ def test_sigkill_during_ingest_keeps_both_indexes_consistent(
             _wait_for(acks, pid, rng.randint(0, N_OPS - 1))
             time.sleep(rng.uniform(0, 0.08))
             _kill_and_wait(pid)
-            _wait_until_unlocked(store)
+            wait_until_unlocked(store, timeout=20)
             lines = _acks(acks)
             assert not Path(f"{acks}.err").exists(), Path(f"{acks}.err").read_text()
             killed_mid_write += bool(lines) and lines[-1].startswith("BEGIN")
@@ -258,7 +234,7 @@ def test_sigkill_during_ingest_keeps_both_indexes_consistent(
                 pid = zygote.spawn(seed + 50, store, again)
                 time.sleep(rng.uniform(0, 0.4))
                 _kill_and_wait(pid)
-                _wait_until_unlocked(store)
+                wait_until_unlocked(store, timeout=20)
                 model.feed(_acks(again))
             _verify(store, model, rng)
     assert killed_mid_write >= SEEDS // 2, f"only {killed_mid_write} kills landed mid-write"

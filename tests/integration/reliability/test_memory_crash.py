@@ -11,9 +11,7 @@ calls returned, through the public API, never by a stored id format.
 
 from __future__ import annotations
 
-import fcntl
 import json
-import os
 import random
 import signal
 import subprocess
@@ -25,7 +23,7 @@ from typing import Any
 
 import pytest
 from memory_crash_worker import DOCS, MEMORIES, TAG, content, open_linked
-from remy_reliability_support import TokenHashEmbedder
+from remy_reliability_support import TokenHashEmbedder, wait_until_unlocked
 
 from remy_retriever import Document, Retriever
 from remy_retriever.cli import main as cli_main
@@ -36,7 +34,6 @@ from remy_retriever.memory import (
     MemoryNotFoundError,
     MemoryStore,
 )
-from remy_retriever.stores.locking import LOCK_FILE
 
 WORKER = Path(__file__).resolve().parent / "memory_crash_worker.py"
 
@@ -54,26 +51,6 @@ def _alive(pid: int) -> bool:
             return handle.read().split(") ", 1)[1][:1] != "Z"
     except OSError:
         return False
-
-
-def _wait_until_unlocked(store: Path, timeout: float = 30) -> None:
-    """Until the killed writer's ``flock`` on the store is released."""
-    lock_path = store / LOCK_FILE
-    if not lock_path.exists():
-        return
-    deadline = time.monotonic() + timeout
-    fd = os.open(lock_path, os.O_RDWR)
-    try:
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                fcntl.flock(fd, fcntl.LOCK_UN)
-                return
-            except BlockingIOError:
-                assert time.monotonic() < deadline, f"{lock_path} still locked"
-                time.sleep(0.01)
-    finally:
-        os.close(fd)
 
 
 def _run_and_kill(
@@ -96,7 +73,7 @@ def _run_and_kill(
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)
     assert not _alive(proc.pid)
-    _wait_until_unlocked(store)
+    wait_until_unlocked(store)
 
 
 @dataclass
@@ -257,7 +234,7 @@ def test_an_open_beside_a_live_linked_writer_leaves_its_intent_to_it(tmp_path: P
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)
-    _wait_until_unlocked(store)
+    wait_until_unlocked(store)
     try:
         linked.add(linked.prepare(content="Fresh note", tag=TAG, custom_id=None, metadata=None))
         assert not linked.journal.has_pending()
