@@ -145,7 +145,10 @@ class Ingestor:
         vectors = np.concatenate(parts) if parts else np.zeros((0, 0), dtype=np.float32)
         sync = self.sync
         sync.lexical.check_capacity(records)  # refuse before writing anything
-        with sync.change():
+        doc_ids = [d for p in group for d in p.doc_ids]
+        doc_texts = [t for p in group for t in p.doc_texts]
+        doc_metas = [m for p in group for m in p.doc_metas]
+        with sync.change(records=(doc_ids, doc_texts, doc_metas)):
             # One Chroma call per slice, cut only at document boundaries, so each
             # document's chunks land together (a crash never leaves half of a document's
             # new chunks).
@@ -154,11 +157,7 @@ class Ingestor:
                 sync.dense.upsert(ids[lo:hi], vectors[lo:hi], texts[lo:hi], metas[lo:hi])
                 lo = hi
             sync.dense.delete(stale)
-            sync.table.upsert(
-                [d for p in group for d in p.doc_ids],
-                [t for p in group for t in p.doc_texts],
-                [m for p in group for m in p.doc_metas],
-            )
+            sync.table.upsert(doc_ids, doc_texts, doc_metas)
             sync.lexical.apply(upserts=records, deletes=stale)
         added = tuple(d for p in group for d in p.added)
         updated = tuple(d for p in group for d in p.updated)

@@ -53,6 +53,7 @@ from .reachability import (
     find_unreachable,
     repair_reachability,
 )
+from .record_journal import PendingRecord, RecordJournal
 
 __all__ = ["SYNC_MARGIN_MS", "DoctorReport", "StoreSync", "SyncState"]
 
@@ -108,6 +109,8 @@ class DoctorReport:
     partial_documents: tuple[str, ...] = ()
     dropped_chunks: tuple[str, ...] = ()
     dropped_records: tuple[str, ...] = ()
+    #: Document records an interrupted write was storing, put back by a repair.
+    restored_records: tuple[str, ...] = ()
     missing_in_lexical: tuple[str, ...] = ()
     stale_in_lexical: tuple[str, ...] = ()
     extra_in_lexical: tuple[str, ...] = ()
@@ -127,6 +130,7 @@ class DoctorReport:
             self.partial_documents
             or self.dropped_chunks
             or self.dropped_records
+            or self.restored_records
             or self.missing_in_lexical
             or self.stale_in_lexical
             or self.extra_in_lexical
@@ -162,6 +166,7 @@ class StoreSync:
         self._config_parsed: tuple[object, dict[str, Any]] | None = None
         self.lexical = self._open_lexical(lexical_path, lock_timeout)
         self.journal = ReinsertJournal(Path(os.fspath(lexical_path)))
+        self.records_journal = RecordJournal(Path(os.fspath(lexical_path)))
 
     def _open_lexical(self, path: str | os.PathLike[str], lock_timeout: float) -> LexicalIndex:
         """Open the lexical index; if its files are damaged, discard them (holding the
@@ -200,13 +205,21 @@ class StoreSync:
             yield
 
     @contextmanager
-    def change(self) -> Iterator[None]:
+    def change(
+        self,
+        records: tuple[Sequence[str], Sequence[str], Sequence[Mapping[str, Any]]] | None = None,
+    ) -> Iterator[None]:
         """Wrap one write to both stores (inside :meth:`writing`): dirty before, a new
         generation after. An exception leaves the flag set, for the next writer to
-        repair."""
+        repair. ``records`` (ids, texts, metadatas): the document-table records the
+        write will store, journalled first so that a repair can roll it forward
+        (:mod:`.record_journal`)."""
         before = self.dense.generation()
         self._save(replace(self.state, dirty=True))
+        if records is not None and records[0]:
+            self.records_journal.save(*records)
         yield
+        self.records_journal.clear()
         token = self.dense.bump_generation()
         state = self.state
         # If the index was in sync just before the write, it still is: it applied the
@@ -377,7 +390,8 @@ class StoreSync:
             table: dict[str, dict[str, Any]] = {}
             for page_meta in self.table.iter_metadata():
                 table.update((i, document_fields(m)) for i, m in page_meta)
-            partial, drop_chunks, drop_records = _versions(chunks, table)
+            pending = self.records_journal.load() if repair else {}
+            partial, drop_chunks, drop_records, restore = _versions(chunks, table, pending)
             dropped = set(drop_chunks)
             hashes = {c: s.chunk_hash for c, s in chunks.items() if c not in dropped}
             damaged = False
@@ -400,6 +414,7 @@ class StoreSync:
                 partial_documents=tuple(sorted(partial)),
                 dropped_chunks=tuple(sorted(drop_chunks)),
                 dropped_records=tuple(sorted(set(drop_records))),
+                restored_records=tuple(sorted(restore)),
                 missing_in_lexical=tuple(missing),
                 stale_in_lexical=tuple(stale),
                 extra_in_lexical=tuple(extra),
@@ -410,10 +425,16 @@ class StoreSync:
             )
             if repair:
                 self._repair(report, damaged)
+                self.table.upsert(
+                    list(restore),
+                    [r.text for r in restore.values()],
+                    [r.metadata for r in restore.values()],
+                )
+                self.records_journal.clear()
                 found, left = repair_reachability(self.dense, unreachable, checked, self.journal)
                 report = replace(report, unreachable=found, unreachable_after_repair=left)
                 self._synced(generation, started)
-                if drop_chunks or drop_records or lost or unreachable:
+                if drop_chunks or drop_records or restore or lost or unreachable:
                     self.dense.bump_generation()
             return report
 
@@ -439,10 +460,15 @@ class StoreSync:
 
 
 def _versions(
-    chunks: dict[str, ChunkState], table: dict[str, dict[str, Any]]
-) -> tuple[list[str], list[str], list[str]]:
+    chunks: dict[str, ChunkState],
+    table: dict[str, dict[str, Any]],
+    pending: Mapping[str, PendingRecord],
+) -> tuple[list[str], list[str], list[str], dict[str, PendingRecord]]:
     """Per document, the version to keep: ``(partial documents, chunks to drop, document
-    records to drop)``. A version is complete when it has as many chunks as it says."""
+    records to drop, records to restore)``. A version is complete when it has as many
+    chunks as it says. When the kept version is not the one the table names but an
+    interrupted write's ``pending`` record describes it, that record is restored (the
+    write rolls forward) instead of the document's record being dropped."""
     groups: dict[str, dict[str | None, list[tuple[str, ChunkState]]]] = {}
     for cid, state in chunks.items():
         groups.setdefault(state.document_id, {}).setdefault(str(state.doc_hash), []).append(
@@ -451,6 +477,7 @@ def _versions(
     partial: list[str] = []
     drop_chunks: list[str] = []
     drop_records: list[str] = []
+    restore: dict[str, PendingRecord] = {}
     for doc, versions in groups.items():
         complete = {h: rows for h, rows in versions.items() if len(rows) == rows[0][1].n_chunks}
         named = table.get(doc, {}).get("doc_hash")
@@ -464,13 +491,17 @@ def _versions(
         if len(versions) > 1 or keep is None:
             partial.append(doc)
         drop_chunks += [cid for h, rows in versions.items() if h != keep for cid, _ in rows]
-        if doc in table and table[doc].get("doc_hash") != keep:
-            drop_records.append(doc)
+        if table.get(doc, {}).get("doc_hash") != keep:
+            record = pending.get(doc)
+            if keep is not None and record is not None and record.doc_hash == keep:
+                restore[doc] = record
+            elif doc in table:
+                drop_records.append(doc)
     for doc, fields in table.items():
         if doc not in groups and fields.get("chunk_count", 0) != 0:
             partial.append(doc)  # all of its chunks are gone
             drop_records.append(doc)
-    return partial, drop_chunks, drop_records
+    return partial, drop_chunks, drop_records, restore
 
 
 def _now_ms() -> int:

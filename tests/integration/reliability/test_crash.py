@@ -374,6 +374,46 @@ def test_a_failed_write_is_repaired_before_the_next_one(tmp_path: Path) -> None:
     r.close()
 
 
+@pytest.mark.parametrize(
+    ("part", "method"),
+    [("dense", "delete"), ("table", "upsert")],
+    ids=["after-the-new-chunks", "at-the-document-record"],
+)
+def test_an_update_stopped_before_its_document_record_rolls_forward(
+    tmp_path: Path, part: str, method: str
+) -> None:
+    """Chunk ids are positions, so an update overwrites the old version's chunks in
+    place: stopped before the document table is written, neither version has both its
+    chunks and its record. The repair finds the record the write journalled and keeps
+    the new version whole, instead of dropping the acknowledged document."""
+    store = tmp_path / "db"
+    r = _open(store)
+    r.add(_docs())
+    target = getattr(r._sync, part)
+    original = getattr(target, method)
+
+    def failing(*args: Any) -> None:
+        msg = "simulated stop before the document record"
+        raise OSError(msg)
+
+    setattr(target, method, failing)
+    shorter = Document(id="doc0", text="# Title 0\n\n## A\n\nalpha0 gamma.", metadata={})
+    with pytest.raises(Exception, match="simulated"):
+        r.add([shorter])
+    setattr(target, method, original)
+    r.close()
+
+    r = _open(store)  # the open repairs the interrupted write
+    stored = r.get_documents(["doc0"])
+    assert stored["doc0"].document.text == shorter.text
+    assert [h.citation.document_id for h in r.search("gamma", mode="lexical", k=1)] == ["doc0"]
+    assert sorted(r.document_ids()) == [f"doc{i}" for i in range(6)]
+    check_indexes_agree(r)
+    assert r.doctor().ok
+    check_whole_documents(r)
+    r.close()
+
+
 _ADD_LATER = """
 import sys
 sys.path.insert(0, sys.argv[2])

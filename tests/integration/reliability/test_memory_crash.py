@@ -189,14 +189,6 @@ def test_a_writer_killed_inside_the_memory_write_leaves_documents_and_memories_c
     _verify(store, acks)
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason=(
-        "known bug, open under issue #26: a writer killed during an update can leave the "
-        "acknowledged document unreadable through get_documents after the reopen (seen in "
-        "1 of 3 clean-clone CI runs: 'acknowledged document ... is gone', an UPD pending)"
-    ),
-)
 def test_writers_killed_at_random_points_leave_documents_and_memories_consistent(
     tmp_path: Path,
 ) -> None:
