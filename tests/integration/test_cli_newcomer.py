@@ -1,4 +1,4 @@
-"""Issue #19, the CLI a newcomer meets: a lexical search loads no model (and the recorded
+"""The CLI a newcomer meets: a lexical search loads no model (and the recorded
 model is still checked when it is used), ``--rerank`` with no model fails at once naming
 what to pass, ``--rerank-model``/``$REMY_RERANK_MODEL`` rerank, and ``--explain`` shows
 the query's words as typed and why a branch can add 0. Real Chroma, tantivy and MiniLM;

@@ -1,4 +1,4 @@
-"""Issue #12, items 4 and 5 and the order of checks: a collection records its embedder's
+"""A collection records its embedder's
 identity and refuses another model (unless re-embedding); a store never chooses code to
 run; a model that cannot load creates nothing. Real Chroma, real tantivy, the real
 MiniLM model where the model is the point, the deterministic TokenHashEmbedder else."""

@@ -97,7 +97,7 @@ def test_quickstart(outputs: Mapping[str, subprocess.CompletedProcess[str]]) -> 
 def test_quickstart_keeps_its_store_for_remy_search(
     outputs: Mapping[str, subprocess.CompletedProcess[str]],
 ) -> None:
-    """Issue #19: the demo's last line is a `remy search` command on the store it kept
+    """The demo's last line is a `remy search` command on the store it kept
     (by default `.remy-demo/`, git-ignored), and that command works after it exits."""
     out = _stdout(outputs, "quickstart.py")
     argv = shlex.split(out.rstrip().splitlines()[-1])

@@ -1,4 +1,4 @@
-"""Issue #18: the ONNX Runtime embedder backends. The real MiniLM model, exported from the
+"""The ONNX Runtime embedder backends. The real MiniLM model, exported from the
 bundled weights into a fresh cache (``REMY_ONNX_CACHE``), real Chroma, real
 subprocesses racing for the first export, and no network anywhere."""
 

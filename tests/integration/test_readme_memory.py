@@ -1,4 +1,4 @@
-"""Issue #19: the README's "Memories and document search" code, and each integration
+"""The README's "Memories and document search" code, and each integration
 README's memory snippet, run verbatim and print what they promise. Real Chroma, tantivy
 and MiniLM (the session's loaded copy, so the model is read from disk once)."""
 

@@ -1,4 +1,4 @@
-"""Issue #26, item 5 (filters): a filter's shape is checked before any stored value is
+"""A filter's shape is checked before any stored value is
 read. A search with 500 ``string_contains`` keys is refused with 400 naming the limit
 (at most 16 scanned keys), and while many such requests arrive, plain searches keep
 being answered."""

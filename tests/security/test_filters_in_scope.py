@@ -1,4 +1,4 @@
-"""Issue #26, item 1: a filter is evaluated inside the caller's scope. With a key bound
+"""A filter is evaluated inside the caller's scope. With a key bound
 to ``alice`` (a real ``remy serve``) and through a ``remy mcp`` pinned to ``alice``, a
 ``string_contains`` (or ``ignoreCase``) probe for a value only Bob holds gets exactly the
 answer a probe for a value nobody holds gets; and the value scan's work limits count what

@@ -1,4 +1,4 @@
-"""Issue #26, item 2: no existence oracle. A memory or document of another container
+"""No existence oracle. A memory or document of another container
 gets exactly the answer an unknown id gets, over HTTP (a key bound to ``alice``) and
 MCP (a server pinned to ``alice``); customIds are per container, so a customId Bob holds
 does not refuse Alice's add, and Alice cannot squat one before Bob."""

@@ -1,4 +1,4 @@
-"""Issue #26, item 8: a server with tag-bound keys counts BM25 statistics inside each
+"""A server with tag-bound keys counts BM25 statistics inside each
 caller's scope (``--bm25-statistics filter`` is then the default), so tenant ``bob``'s
 scores do not move when tenant ``alice`` writes documents holding his query's terms.
 

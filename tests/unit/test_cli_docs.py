@@ -1,4 +1,4 @@
-"""Issue #19: the CLI documents itself. ``--help`` shows every option's default, every
+"""The CLI documents itself. ``--help`` shows every option's default, every
 command and option appears in README.md, and every option a README ``remy`` line uses
 exists (in the spirit of sqlite-utils' documentation tests). General: a new command or
 option is checked without changing this file."""

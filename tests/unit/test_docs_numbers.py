@@ -1,4 +1,4 @@
-"""Issue #19: the docs quote no number that their results do not hold.
+"""The docs quote no number that their results do not hold.
 
 Every measured number in README.md, benchmarks/README.md and SECURITY.md sits in a block
 generated from ``benchmarks/results/`` by ``python -m benchmarks.readme``; these tests

@@ -1,4 +1,4 @@
-"""Issue #18, the pure parts: backend names, what the identity record says about
+"""Backend names, what the identity record says about
 quantization, the query-vector LRU and which model directories the ONNX backend takes.
 No model is loaded here (the real-model tests are tests/integration/test_onnx_backend.py)."""
 

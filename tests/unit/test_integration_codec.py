@@ -1,4 +1,4 @@
-"""Issue #27: the metadata encoding and the piece ids both framework vector stores share
+"""The metadata encoding and the piece ids both framework vector stores share
 (``remy_retriever.integration``), without a store: exact round trips or a refusal naming
 the key, stored keys that never collide and never look reserved, ids without counters."""
 

@@ -1,4 +1,4 @@
-"""Issue #19: each integration's README names every name its packages export
+"""Each integration's README names every name its packages export
 (``__all__``), so a newcomer finds the memory and conversion helpers too. General: a new
 integration, package or export is checked without changing this file."""
 

@@ -1,4 +1,4 @@
-"""Issue #12, pure parts: metadata limits, non-finite search options, reranker output,
+"""Metadata limits, non-finite search options, reranker output,
 deep values in error messages, and the exact 64-bit int range."""
 
 from __future__ import annotations

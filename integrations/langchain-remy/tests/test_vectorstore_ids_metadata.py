@@ -1,4 +1,4 @@
-"""Issue #27, LangChain: RemyVectorStore keeps every piece (stable ids from the source, page
+"""RemyVectorStore keeps every piece (stable ids from the source, page
 and offset, never a per-call counter) and gives its metadata back exactly, or refuses it
 with an InvalidDocumentError naming the key. Real Chroma, tantivy and MiniLM; the
 property tests run random sequences and random metadata against a simple model."""

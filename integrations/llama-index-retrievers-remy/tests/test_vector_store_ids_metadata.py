@@ -1,4 +1,4 @@
-"""Issue #27, LlamaIndex: RemyVectorStore keeps every page and node (stable ids from the
+"""RemyVectorStore keeps every page and node (stable ids from the
 source, page and offset), re-indexing replaces instead of copying, metadata comes back
 exactly or is refused with an InvalidDocumentError naming the key, and user metadata never
 changes what ``delete`` removes. Real Chroma, tantivy, MiniLM and LlamaIndex; the

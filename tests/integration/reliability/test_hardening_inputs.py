@@ -1,4 +1,4 @@
-"""Issue #12, hostile documents and filters against real Chroma and tantivy: metadata that
+"""Hostile documents and filters against real Chroma and tantivy: metadata that
 would break Chroma is refused before anything is written, everything inside the limits
 is stored and reopens, and a filter is accepted or refused the same way in every mode."""
 
