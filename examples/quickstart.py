@@ -4,8 +4,10 @@ Run it with ``make demo`` (or ``python examples/quickstart.py [DATA_DIR]``). It 
 embedded Chroma store in ``DATA_DIR`` (default: ``.remy-demo/`` at the top of the
 repository, git-ignored), ingests ``examples/corpus/`` with the bundled all-MiniLM-L6-v2
 model, then runs a few hybrid queries and prints each hit with its score, heading path and
-source file. The store is kept, so ``remy search`` can query it afterwards (the last line
-prints the command); running the demo again re-embeds nothing. Everything runs offline.
+source file. The store is kept, so ``remy search`` can query it afterwards: the last line
+prints the command, with the path of this environment's ``remy`` (``.venv/bin/remy``
+after ``make demo``), so it works as printed. Running the demo again re-embeds nothing.
+Everything runs offline.
 """
 
 from __future__ import annotations
@@ -55,9 +57,23 @@ def main(data_dir: str) -> None:
             for rank, hit in enumerate(retriever.search(query, mode="hybrid", k=3), start=1):
                 print(render(rank, hit))
     command = shlex.join(
-        ["remy", "search", "install on linux", "--db", data_dir, "--collection", COLLECTION]
+        [*remy_command(), "search", "install on linux", "--db", data_dir]
+        + ["--collection", COLLECTION]
     )
     print(f"\nThe store is kept in {data_dir}; search it yourself:\n  {command}")
+
+
+def remy_command() -> list[str]:
+    """How to run the ``remy`` of the environment this demo runs in, as a command that
+    works as printed from the current directory: ``.venv/bin/remy`` after ``make demo``
+    (the venv is not activated), else the interpreter running the CLI module."""
+    script = Path(sys.executable).parent / "remy"
+    if not script.is_file():
+        return [sys.executable, "-m", "remy_retriever.cli"]
+    try:
+        return [str(script.relative_to(Path.cwd()))]
+    except ValueError:  # outside the current directory: the absolute path
+        return [str(script)]
 
 
 if __name__ == "__main__":

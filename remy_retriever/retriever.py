@@ -33,6 +33,7 @@ from .search.calibration import ScoredHit
 from .search.chunks import StoredChunk, get_chunks
 from .search.entry import Searches
 from .search.pipeline import SearchPipeline
+from .search.query_cache import QUERY_VECTORS
 from .search.tuning import TuneReport, collect, fit
 from .search.values import scan_metadata_values
 from .stores.chroma import open_client
@@ -52,6 +53,7 @@ Qrels = Mapping[str, Mapping[str, int]]
 
 __all__ = [
     "DOCTOR_SAMPLE",
+    "QUERY_VECTORS",
     "DoctorReport",
     "FileIssue",
     "IngestReport",

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 
 from ..errors import UnusableFileError
 from ..retriever import FileIssue
@@ -93,11 +94,14 @@ def run(args: argparse.Namespace) -> int:
         )
     if report.gone:
         verb = "deleted (--prune)" if report.pruned else "kept; --prune deletes them"
-        print(f"gone from disk: {len(report.gone)} document(s), {verb}")
-        for doc_id in report.gone[:_MAX_LISTED]:
-            print(f"  {doc_id!r}")
-        if len(report.gone) > _MAX_LISTED:
-            print(f"  ... and {len(report.gone) - _MAX_LISTED} more")
+        gone = [d for d in report.gone if d not in report.gone_on_disk]
+        moved = list(report.gone_on_disk)
+        _print_ids(f"gone from disk: {len(gone)} document(s), {verb}", gone)
+        _print_ids(
+            f"no longer ingested under these ids, although their files are still on disk "
+            f"(ingested before with another --id-prefix?): {len(moved)} document(s), {verb}",
+            moved,
+        )
     _print_issues("skipped", list(report.skipped), _MAX_LISTED)
     _print_issues("failed", list(report.failed), len(report.failed))
     return EXIT_FAILED if report.failed else 0
@@ -111,3 +115,13 @@ def _print_issues(what: str, issues: list[FileIssue], limit: int) -> None:
         print(f"  {issue.path!r}: {issue.reason}", file=sys.stderr)
     if len(issues) > limit:
         print(f"  ... and {len(issues) - limit} more", file=sys.stderr)
+
+
+def _print_ids(heading: str, document_ids: Sequence[str]) -> None:
+    if not document_ids:
+        return
+    print(heading)
+    for doc_id in document_ids[:_MAX_LISTED]:
+        print(f"  {doc_id!r}")
+    if len(document_ids) > _MAX_LISTED:
+        print(f"  ... and {len(document_ids) - _MAX_LISTED} more")

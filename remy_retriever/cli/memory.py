@@ -204,10 +204,14 @@ def _print_memory_results(response: Any) -> None:
             )
             print("    " + result.memory.replace("\n", "\n    "))
             context = result.context
+            # The wire's context versions are relative (-1: one step back); a person
+            # reads the version numbers `remy memory history` shows.
             for entry in [] if context is None else context.parents:
-                print(f"    <- {entry.relation} ({entry.version}): {clip(entry.memory, 100)}")
+                shown = f"v{result.version + entry.version}"
+                print(f"    <- {entry.relation} {shown}: {clip(entry.memory, 100)}")
             for entry in [] if context is None else context.children:
-                print(f"    -> {entry.relation} (+{entry.version}): {clip(entry.memory, 100)}")
+                shown = f"v{result.version + entry.version}"
+                print(f"    -> replaced by {shown}: {clip(entry.memory, 100)}")
             for related in [] if context is None else context.related:
                 print(f"    ~ {related.relation}: {clip(related.memory, 100)}")
         else:

@@ -152,6 +152,7 @@ def ingest_sources(
         rewrite=frozenset(adopted),
         **add_options,
     )
+    on_disk = _files_still_there(sync, gone)  # read before a prune deletes the records
     deleted = ingestor.delete(gone) if prune and gone else 0
     return replace(
         report,
@@ -159,7 +160,20 @@ def ingest_sources(
         failed=tuple(i for s in sources for i in s.failed),
         gone=tuple(gone),
         pruned=prune and bool(gone),
+        gone_on_disk=on_disk,
         chunks_deleted=report.chunks_deleted + deleted,
+    )
+
+
+def _files_still_there(sync: StoreSync, gone: Sequence[str]) -> tuple[str, ...]:
+    """The ids among ``gone`` whose recorded file is still a file where it was."""
+    stored = sync.table.stored(list(gone)) if gone else {}
+    return tuple(
+        doc_id
+        for doc_id in gone
+        if doc_id in stored
+        and (path := stored[doc_id].document.path) is not None
+        and os.path.isfile(path)
     )
 
 

@@ -42,8 +42,10 @@ class IngestReport:
     files are not usable documents (unsupported type, a link leaving the folder, too
     large, not UTF-8...), failed ones could not be read (e.g. permission denied).
     ``gone`` (folder ingest only) lists the documents an earlier ingest of the same
-    folder added whose files are no longer there; ``pruned`` says they were deleted
-    (``prune=True``; their chunks count in ``chunks_deleted``)."""
+    folder added whose ids this ingest no longer finds: their files were deleted or
+    moved, or, for those also in ``gone_on_disk``, the file is still where it was and
+    the folder is ingested under another ``id_prefix`` now. ``pruned`` says they were
+    deleted (``prune=True``; their chunks count in ``chunks_deleted``)."""
 
     added: tuple[str, ...] = ()
     updated: tuple[str, ...] = ()
@@ -54,6 +56,7 @@ class IngestReport:
     failed: tuple[FileIssue, ...] = ()
     gone: tuple[str, ...] = ()
     pruned: bool = False
+    gone_on_disk: tuple[str, ...] = ()
 
 
 class Ingestor:

@@ -27,9 +27,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import tempfile
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -44,6 +47,8 @@ __all__ = [
     "ensure_exported",
     "read_pipeline",
 ]
+
+_log = logging.getLogger(__name__)
 
 #: Environment variable naming the export cache directory.
 CACHE_ENV = "REMY_ONNX_CACHE"
@@ -169,6 +174,14 @@ def ensure_exported(model_dir: Path, quantization: str) -> ExportedModel:
             if target.is_file():  # another process finished it while we waited
                 return ExportedModel(target, exported=False)
             fp32 = folder / "model-fp32.onnx"
+            _log.warning(
+                "exporting the embedding model %s to ONNX%s for ONNX Runtime, once for this "
+                "machine: this takes a while; later runs load it from %s (%s moves the cache)",
+                model_dir.name,
+                " and quantizing it to int8" if quantization == "int8" else "",
+                folder,
+                CACHE_ENV,
+            )
             if not fp32.is_file():
                 _atomic(fp32, lambda tmp: _export(model_dir, pipeline, tmp))
             if quantization == "int8":
@@ -281,13 +294,45 @@ def _quantize(fp32: Path, out: Path) -> None:
             "pip install 'remy-retriever[onnx]'"
         )
         raise ModelLoadError(msg) from exc
+    with _quiet_quantizer():
+        _quantize_dynamic(
+            quantize_dynamic, QuantType, fp32, out, onnx.load(str(fp32), load_external_data=False)
+        )
+
+
+class _PreprocessingHint(logging.Filter):
+    """Drops onnxruntime's "Please consider to run pre-processing before quantization"
+    advice: the pre-processing it names (shape inference, graph optimisation) is what
+    the runtime does when it loads the model, and the line reads like an error."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "pre-processing before quantization" not in record.getMessage()
+
+
+@contextmanager
+def _quiet_quantizer() -> Iterator[None]:
+    """While quantizing: filter the hint out of the root logger, where onnxruntime logs
+    it, and give that logger a handler so its ``logging.warning`` does not configure
+    logging for the whole process (``basicConfig``) as a side effect."""
+    root = logging.getLogger()
+    hint, placeholder = _PreprocessingHint(), logging.NullHandler()
+    root.addFilter(hint)
+    root.addHandler(placeholder)
+    try:
+        yield
+    finally:
+        root.removeHandler(placeholder)
+        root.removeFilter(hint)
+
+
+def _quantize_dynamic(quantize_dynamic: Any, qtype: Any, fp32: Path, out: Path, model: Any) -> None:
     quantize_dynamic(
         str(fp32),
         str(out),
-        weight_type=QuantType.QInt8,
+        weight_type=qtype.QInt8,
         per_channel=True,
         op_types_to_quantize=["MatMul", "Gemm"],
-        nodes_to_exclude=_fp32_matmuls(onnx.load(str(fp32), load_external_data=False)),
+        nodes_to_exclude=_fp32_matmuls(model),
         extra_options={"MatMulConstBOnly": True},
     )
 

@@ -9,6 +9,7 @@ the call's keywords, then a passed ``SearchOptions``, then the collection's stor
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from typing import Any
 
@@ -22,13 +23,15 @@ from ..schema.options import (
     resolve_options,
     validate_query,
 )
-from ..stores.dense import GENERATION_MAX_AGE
+from ..stores.dense import GENERATION_MAX_AGE, DenseStore
 from ..supermemory.responses import DocumentSearchResponse
 from .calibration import ScoredHit
 from .grouped import search_documents
 from .pipeline import SearchPipeline
 
 __all__ = ["Searches"]
+
+_log = logging.getLogger(__name__)
 
 #: The options ``rank`` takes (the ranking does not depend on the others).
 RANK_OPTIONS = frozenset(
@@ -58,6 +61,7 @@ class Searches:
         allowed: frozenset[str] | None = None,
     ) -> SearchOptions:
         """The options of one call (:func:`~remy_retriever.schema.options.resolve_options`)."""
+        _warn_if_created_empty(self.pipeline.sync.dense)
         stored = self.pipeline.sync.search_config(max_age=GENERATION_MAX_AGE)
         return resolve_options(stored, options, keywords, what=what, allowed=allowed)
 
@@ -109,4 +113,20 @@ class Searches:
         table = self.pipeline.sync.table
         return search_documents(
             self.pipeline, table, text, opts, grouping, default_reranker=reranker
+        )
+
+
+def _warn_if_created_empty(dense: DenseStore) -> None:
+    """Before the first search of a collection this open created: warn when it is empty,
+    as a mistyped path or collection name creates a new, empty one that finds nothing.
+    One count, once (the flag is cleared)."""
+    if not dense.created:
+        return
+    dense.created = False
+    if dense.count() == 0:
+        _log.warning(
+            "searching %s, which this open created and which is empty: check the path and "
+            "the collection name (create=False refuses a store or collection that does "
+            "not exist)",
+            dense.where,
         )

@@ -135,7 +135,9 @@ def _group(scored: Sequence[ScoredHit], chunk_threshold: float) -> dict[str, _Gr
     for rank, item in enumerate(scored):
         c = item.hit.citation
         group = groups.setdefault(c.document_id, _Group(c.document_id, rank, c.chunk_count))
-        relevant = item.relevance >= chunk_threshold
+        # A chunk at 0 (a negative cosine, no term matched) never passes, even at the
+        # default threshold 0: in a small store every chunk is retrieved.
+        relevant = item.relevance > 0 and item.relevance >= chunk_threshold
         group.chunks.setdefault(c.chunk_index, (item.hit.text, item.relevance, relevant, c))
     return groups
 

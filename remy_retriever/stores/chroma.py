@@ -10,6 +10,7 @@ first attempt), so a retried call never duplicates or loses a write.
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -75,6 +76,7 @@ def check_hnsw(hnsw: object) -> dict[str, int]:
     return out
 
 
+_log = logging.getLogger(__name__)
 #: The file that makes a directory an embedded Chroma store.
 _STORE_FILE = "chroma.sqlite3"
 
@@ -213,6 +215,7 @@ def open_client(
     # a chdir would reach the cached client of another directory.
     root = local_path("./remy_data" if path is None else path, "path")
     _check_store_dir(root, create=create)
+    new = not (root / _STORE_FILE).is_file()
     if create:
         _make_store_dir(root)
     failures = 0
@@ -236,6 +239,8 @@ def open_client(
                 f"{exc}); check that it is a Chroma store directory you can write to"
             )
             raise StoreError(msg) from exc
+    if new:
+        _log.info("created a new embedded store at %r", str(root))
     return OpenedClient(persistent, f"embedded store {str(root)!r}", root)
 
 

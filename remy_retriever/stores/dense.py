@@ -1,8 +1,7 @@
 """The Chroma collection: vectors, chunk text and metadata. It is the source of truth.
 
-This module does Chroma I/O only: the record layout is :mod:`remy_retriever.schema.records`'
-(``pack``/``unpack``), and every call goes through
-:class:`~remy_retriever.stores.chroma.ChromaCalls` (retries, error translation).
+This module does Chroma I/O only: the record layout is :mod:`~.schema.records`' (``pack``/
+``unpack``), every call goes through :class:`~.chroma.ChromaCalls` (retries, errors).
 
 Embedded stores and other processes: Chroma's embedded mode keeps each collection's
 vector index in memory, one copy per process and store path, and never reloads it, so
@@ -12,8 +11,7 @@ reloads the copy when the collection's generation token (bumped by every remy wr
 not one it is known to reflect: before every write (under the store's writer lock), and
 before reads at most once a second, never while another thread here writes. Until then a
 read can fail ("Error finding id", "Error creating hnsw segment reader"); reads that fail
-so reload and retry (:data:`STALE_READ_DELAYS`).
-"""
+so reload and retry (:data:`STALE_READ_DELAYS`)."""
 
 from __future__ import annotations
 
@@ -231,6 +229,7 @@ class DenseStore:
             if "does not exist" not in str(exc):
                 raise
             existing = None
+        self.created = existing is None  # read by the open's log and first search
         if existing is None:
             if not create:
                 msg = (
@@ -376,9 +375,9 @@ class DenseStore:
 
     def reembed_all(self, *, batch: int = 256) -> int:
         """Re-embed every chunk with :attr:`embedder` and record its identity (call
-        holding the writer lock). The collection is marked first, so that an
-        interrupted run is refused on open instead of leaving two models' vectors
-        mixed. Returns the chunks re-embedded."""
+        holding the writer lock). The collection is marked first, so that an interrupted
+        run is refused on open instead of leaving two models' vectors mixed. Returns the
+        chunks re-embedded."""
         assert self.identity is not None
         target = self.identity.to_json()
         self.set_metadata({EMBEDDER_PENDING_KEY: target}, "mark the re-embedding")

@@ -8,6 +8,7 @@ so a model that cannot load creates nothing), then :func:`open_stores`.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 from dataclasses import dataclass
@@ -24,6 +25,8 @@ from .locking import LOCK_FILE, WriterLock
 from .sync import StoreSync
 
 __all__ = ["OpenedStores", "check_location", "open_stores"]
+
+_log = logging.getLogger(__name__)
 
 _COLLECTION_NAME = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9._-]{1,510})[a-zA-Z0-9]")
 
@@ -85,6 +88,8 @@ def open_stores(
         opened.client, collection, server=opened.server, retry=retry, store_dir=opened.store_dir
     )
     dense = DenseStore(calls, embedder, create=create, hnsw=hnsw)
+    if dense.created:  # a typo'd path or name creates too: say so
+        _log.info("created collection %r on %s", collection, dense.server)
     if lexical_path is None:
         if client is None and opened.store_dir is not None:
             lexical_path = opened.store_dir / "remy_lexical" / collection

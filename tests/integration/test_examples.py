@@ -101,21 +101,54 @@ def test_quickstart_keeps_its_store_for_remy_search(
     (by default `.remy-demo/`, git-ignored), and that command works after it exits."""
     out = _stdout(outputs, "quickstart.py")
     argv = shlex.split(out.rstrip().splitlines()[-1])
-    assert argv[:2] == ["remy", "search"] and "--db" in argv
+    assert argv[1:3] == ["search", "install on linux"] and "--db" in argv
     assert Path(argv[argv.index("--db") + 1]).is_dir()
-    done = subprocess.run(
-        [sys.executable, "-m", "remy_retriever.cli", *argv[1:], "--mode", "lexical", "--k", "1"],
+    source = (EXAMPLES / "quickstart.py").read_text()
+    assert '".remy-demo"' in source and "/.remy-demo/" in (REPO_ROOT / ".gitignore").read_text()
+
+
+def _demo_recipe() -> list[str]:
+    """The command ``make demo`` runs, from the Makefile, with ``$(PY)`` as this
+    interpreter (the venv's python there)."""
+    makefile = (REPO_ROOT / "Makefile").read_text()
+    recipe = makefile.split("\ndemo:", 1)[1].split("\n\n", 1)[0].splitlines()[1:]
+    (line,) = [r.strip() for r in recipe if r.startswith("\t")]
+    return [sys.executable if word == "$(PY)" else word for word in shlex.split(line)]
+
+
+def test_the_command_the_demo_prints_works_as_printed(tmp_path: Path) -> None:
+    """Issue #31 item 1: after ``make demo`` the venv is not activated, so ``remy`` is not
+    on PATH. The demo prints the path of its environment's ``remy`` (``.venv/bin/remy``
+    from a fresh clone), and that line, run exactly as printed from the same directory
+    with a PATH that holds no venv, finds the demo's hits."""
+    recipe = _demo_recipe()
+    assert recipe[1:] == ["examples/quickstart.py"]
+    env = {
+        **os.environ,
+        "HF_HUB_OFFLINE": "1",
+        "ANONYMIZED_TELEMETRY": "False",
+        "PATH": "/usr/bin:/bin",  # no venv on PATH: `remy` alone would not be found
+    }
+    demo = subprocess.run(
+        [*recipe, str(tmp_path / "demo")],
         cwd=REPO_ROOT,
-        env={**os.environ, "HF_HUB_OFFLINE": "1", "ANONYMIZED_TELEMETRY": "False"},
+        env=env,
         capture_output=True,
         text=True,
         timeout=TIMEOUT_S,
         check=False,
     )
-    assert done.returncode == 0, done.stderr[-2000:]
+    assert demo.returncode == 0, demo.stderr[-2000:]
+    printed = demo.stdout.rstrip().splitlines()[-1]
+    argv = shlex.split(printed)
+    assert Path(REPO_ROOT, argv[0]).resolve() == (Path(sys.executable).parent / "remy").resolve()
+    if (REPO_ROOT / ".venv").is_dir() and Path(sys.executable).is_relative_to(REPO_ROOT):
+        assert argv[0] == ".venv/bin/remy"  # a fresh clone's `make demo`
+    done = subprocess.run(
+        argv, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=TIMEOUT_S
+    )
+    assert done.returncode == 0, f"{printed}\n{done.stderr[-2000:]}"
     assert "Installing Remy" in done.stdout and "install.md)" in done.stdout
-    source = (EXAMPLES / "quickstart.py").read_text()
-    assert '".remy-demo"' in source and "/.remy-demo/" in (REPO_ROOT / ".gitignore").read_text()
 
 
 def test_langchain_rag_chain(outputs: Mapping[str, subprocess.CompletedProcess[str]]) -> None:

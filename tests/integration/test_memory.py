@@ -432,7 +432,7 @@ def test_cli_memory_commands(db: Path, docs: Retriever, capsys: pytest.CaptureFi
     assert wire["results"][0]["context"]["parents"][0]["relation"] == "updates"
     assert memory_main(args) == 0
     out = capsys.readouterr().out
-    assert out.startswith("[1] memory ") and "<- updates (-1): Ash takes the 8:15 train" in out
+    assert out.startswith("[1] memory ") and "<- updates v1: Ash takes the 8:15 train" in out
     assert memory_main(["history", added["id"], *base]) == 0
     assert capsys.readouterr().out.splitlines()[0].startswith(f"v1 {added['id']}")
     hybrid = ["search", "green tea", "--search-mode", "hybrid", "--json", *base]

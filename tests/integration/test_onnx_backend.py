@@ -304,3 +304,47 @@ def test_an_int8_vector_does_not_depend_on_its_batch(onnx_cache: Path) -> None:
         shared.embed_documents([TEXTS[1], TEXTS[0], TEXTS[2]])[1],
     )
     assert OnnxEmbedder().batch_size == 32
+
+
+#: Embeds one query through the default ONNX backend (int8), then prints a marker.
+_FIRST_USE = """
+from remy_retriever import OnnxEmbedder
+OnnxEmbedder(quantization="int8").embed_query("install the agent on linux")
+print("EMBEDDED")
+"""
+
+
+def test_the_first_onnx_export_says_what_it_does_and_where_once(tmp_path: Path) -> None:
+    """Issue #31 item 4: the one-time export used to show only a progress bar and
+    onnxruntime's "Please consider to run pre-processing before quantization", which
+    reads like an error. Now one line says what is exported and where it is cached, the
+    hint is gone, and a second process, loading from the cache, says nothing."""
+    cache = tmp_path / "cache"
+    env = {
+        **os.environ,
+        CACHE_ENV: str(cache),
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+    }
+    runs = [
+        subprocess.run(
+            [sys.executable, "-c", NO_NETWORK + _FIRST_USE],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=500,
+            check=False,
+        )
+        for _ in range(2)
+    ]
+    for run in runs:
+        assert run.returncode == 0 and "EMBEDDED" in run.stdout, run.stderr[-3000:]
+    first, second = (run.stderr for run in runs)
+    lines = [line for line in first.splitlines() if "to ONNX" in line]
+    assert len(lines) == 1, first[-3000:]
+    assert "once for this machine" in lines[0] and "int8" in lines[0]
+    assert str(cache) in lines[0] and CACHE_ENV in lines[0]
+    assert "pre-processing before quantization" not in first, first[-3000:]
+    assert "WARNING:root" not in first
+    assert "to ONNX" not in second, second[-3000:]
