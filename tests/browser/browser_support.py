@@ -6,11 +6,12 @@ from __future__ import annotations
 import io
 import os
 from pathlib import Path
+from typing import Any
 
 import httpx
 from remy_serve_support import ADMIN, ALICE, BOB
 
-__all__ = ["ADMIN", "ALICE", "BOB", "CHROMIUM", "XSS_ID", "chromium_args", "seed_corpus"]
+__all__ = ["ADMIN", "ALICE", "BOB", "CHROMIUM", "XSS_ID", "chromium_args", "seed_corpus", "use_key"]
 
 #: Debian's Chromium (``apt-get install chromium``), or ``REMY_CHROMIUM``.
 CHROMIUM = os.environ.get("REMY_CHROMIUM", "/usr/bin/chromium")
@@ -98,3 +99,12 @@ def seed_corpus(url: str) -> None:
             headers=bob,
         )
         reply.raise_for_status()
+
+
+def use_key(page: Any, key: str) -> None:
+    """Enter ``key`` in the page's key form (kept for the tab's session)."""
+    page.goto(page.remy_url + "/ui/")
+    page.wait_for_selector("#key-panel:not([hidden])")
+    page.fill("#key", key)
+    page.click("#key-form button")
+    page.wait_for_selector("body[data-ready='1']")

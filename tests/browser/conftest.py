@@ -22,7 +22,7 @@ for folder in (HERE, SERVE):
     if str(folder) not in sys.path:
         sys.path.insert(0, str(folder))
 
-from browser_support import ADMIN, CHROMIUM, chromium_args, seed_corpus  # noqa: E402
+from browser_support import ADMIN, CHROMIUM, chromium_args, seed_corpus, use_key  # noqa: E402
 from remy_serve_support import RemyServer  # noqa: E402
 
 pytest.importorskip("fastapi", reason="the server extra is not installed")
@@ -83,15 +83,6 @@ def page(browser: Any, served: RemyServer) -> Iterator[Any]:
         yield opened
     finally:
         context.close()
-
-
-def use_key(page: Any, key: str) -> None:
-    """Enter ``key`` in the page's key form (kept for the tab's session)."""
-    page.goto(page.remy_url + "/ui/")
-    page.wait_for_selector("#key-panel:not([hidden])")
-    page.fill("#key", key)
-    page.click("#key-form button")
-    page.wait_for_selector("body[data-ready='1']")
 
 
 @pytest.fixture

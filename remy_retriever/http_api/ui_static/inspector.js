@@ -439,7 +439,9 @@
         ["chunks", String(d.chunkCount)],
         ["pages", d.pages === null ? "" : String(d.pages)],
       ];
-      for (const [name, value] of Object.entries(d.metadata || {})) facts.push([name, String(value)]);
+      for (const [name, value] of Object.entries(d.metadata || {})) {
+        facts.push(["metadata." + name, String(value)]);
+      }
       for (const [name, value] of facts) meta.append(el("dt", {}, name), el("dd", { "data-field": name }, value));
       const list = clear($("chunks"));
       for (const chunk of d.chunks) {
