@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ..evaluation.beir import BeirDataset, evaluate, load_beir, machine_info
+from ..evaluation.report import render_report, report_data
 from ..models.rerankers import CrossEncoderReranker
 from ..retriever import QUERY_VECTORS, Retriever
 from ..util.progress import show_progress
@@ -25,7 +26,10 @@ from .common import (
     store_client,
 )
 
-__all__ = ["add_parser", "eval_store", "run"]
+__all__ = ["INSPECT_URL", "add_parser", "eval_store", "run"]
+
+#: Where ``remy inspect`` serves the inspector by default (the report's links).
+INSPECT_URL = "http://127.0.0.1:8765/ui/"
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -54,6 +58,19 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     parser.add_argument("--server", default=None, metavar="HOST:PORT", help=SERVER_HELP)
     parser.add_argument("--lexical-path", default=None, metavar="DIR", help=LEXICAL_HELP)
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument(
+        "--html",
+        default=None,
+        metavar="FILE",
+        help="also write a self-contained HTML report: per-query nDCG of each mode, and "
+        "the queries where hybrid loses most (show it in `remy serve --eval-report FILE`)",
+    )
+    parser.add_argument(
+        "--ui-url",
+        default=INSPECT_URL,
+        metavar="URL",
+        help="the inspector the --html report's query links open (default %(default)s)",
+    )
     parser.add_argument(
         "--progress", action=argparse.BooleanOptionalAction, default=None, help=PROGRESS_HELP
     )
@@ -110,6 +127,7 @@ def run(args: argparse.Namespace) -> int:
             )
         report = r.add(dataset.documents(), progress=show, batch_size=64)
         results: dict[str, Any] = {}
+        runs: dict[str, dict[str, dict[str, float]]] = {}
         for mode in modes:
 
             def rank(q: str, mode: Any = mode) -> list[tuple[str, float]]:
@@ -118,8 +136,15 @@ def run(args: argparse.Namespace) -> int:
             # Each mode embeds its own queries: with vectors cached by an earlier mode,
             # a later one would time lookups and look faster than it is.
             QUERY_VECTORS.clear()
+            runs[mode] = {}
             results[mode] = evaluate(
-                dataset, rank, depth=args.depth, measures=measures, progress=show, label=mode
+                dataset,
+                rank,
+                depth=args.depth,
+                measures=measures,
+                progress=show,
+                label=mode,
+                runs=runs[mode],
             )
             results[mode]["queries_embedded"] = float(QUERY_VECTORS.misses)
             if reranker is not None:
@@ -150,6 +175,11 @@ def run(args: argparse.Namespace) -> int:
                     label=f"{mode}+rerank",
                 )
         search_config = r.search_config
+    if args.html is not None:
+        data = report_data(
+            dataset=dataset.name, queries=dataset.queries, qrels=dataset.qrels, runs=runs, k=args.k
+        )
+        Path(args.html).write_text(render_report(data, ui_url=args.ui_url), encoding="utf-8")
     out = {
         "dataset": dataset.name,
         "search_config": search_config,

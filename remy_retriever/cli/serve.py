@@ -18,6 +18,7 @@ another tenant's writes.
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from ..errors import InvalidInputError
 from ..loaders import ParserPool
@@ -36,7 +37,7 @@ from .common import (
 from .listener import add_listener_flags, listen, policy_from_args
 from .parsing import add_parse_flags, parse_limits
 
-__all__ = ["add_parser", "check_host", "run"]
+__all__ = ["add_eval_report_flag", "add_parser", "check_host", "eval_report", "run"]
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -77,14 +78,36 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         choices=["debug", "info", "warning"],
         help="uvicorn's log level (request lines at info)",
     )
+    add_eval_report_flag(parser)
     add_listener_flags(parser, request_limits=True)
     parser.set_defaults(run=run)
+
+
+def add_eval_report_flag(parser: argparse.ArgumentParser) -> None:
+    """``--eval-report FILE``: the report ``/ui/eval`` shows."""
+    parser.add_argument(
+        "--eval-report",
+        default=None,
+        metavar="FILE",
+        help="an HTML report of `remy eval --html` for the inspector's /ui/eval view",
+    )
 
 
 def check_host(host: str, *, keys: bool) -> str:
     """``host``, if it may be served: any address with API keys, loopback without (the
     one policy of both servers, :func:`.common.check_listener`)."""
     return check_listener(host, keys=keys)
+
+
+def eval_report(path: str | None) -> Path | None:
+    """``--eval-report``'s file, which must exist (it is read when /ui/eval opens)."""
+    if path is None:
+        return None
+    found = Path(path)
+    if not found.is_file():
+        msg = f"--eval-report {path!r} is not a file; write one with `remy eval ... --html FILE`"
+        raise InvalidInputError(msg)
+    return found
 
 
 def run(args: argparse.Namespace) -> int:
@@ -112,6 +135,7 @@ def run(args: argparse.Namespace) -> int:
         msg = f"--max-body-bytes must be at least 1024, got {limit}"
         raise InvalidInputError(msg)
     limits = parse_limits(args)
+    report = eval_report(args.eval_report)
     parsers = ParserPool(workers=args.parse_workers, queue=args.parse_queue)
     reranker = startup_reranker(args)  # before any store is opened or created
     bound = any(key.tags is not None for key in parsed)
@@ -126,10 +150,15 @@ def run(args: argparse.Namespace) -> int:
         max_body_bytes=limit,
         parser=parsers,
         parse_limits=limits,
+        eval_report=report,
     )
     where = f"http://{host}:{args.port}"
     auth = f"{len(specs)} API key(s)" if specs else "no API key (loopback only)"
-    print(f"remy serve: {where} ({auth}); OpenAPI at {where}/openapi.json", flush=True)
+    print(
+        f"remy serve: {where} ({auth}); OpenAPI at {where}/openapi.json; inspector at "
+        f"{where}/ui/",
+        flush=True,
+    )
     try:
         listen(app, host=host, port=args.port, policy=policy, log_level=args.log_level)
     finally:

@@ -196,9 +196,12 @@ def evaluate(
     measures: Sequence[str] = DEFAULT_MEASURES,
     progress: bool = False,
     label: str = "queries",
+    runs: dict[str, dict[str, float]] | None = None,
 ) -> dict[str, float]:
     """Run ``rank`` (query -> fused chunk ranking) over the judged queries and score it
-    (``progress``: a bar with the time left, named ``label``, on stderr)."""
+    (``progress``: a bar with the time left, named ``label``, on stderr). ``runs``, when
+    given, receives each query's ranked documents (id -> score), for per-query measures
+    (:mod:`.report`)."""
     import ir_measures  # lazy: pulls in pandas; only `remy eval` needs it
 
     run: dict[str, dict[str, float]] = {}
@@ -212,6 +215,8 @@ def evaluate(
         latencies.append((time.perf_counter() - started) * 1000)
         docs = rank_documents(ranking, depth)
         run[qid] = {doc_id: float(depth - i) for i, doc_id in enumerate(docs)}
+    if runs is not None:
+        runs.update(run)
     parsed = [ir_measures.parse_measure(m) for m in measures]
     scores = ir_measures.calc_aggregate(parsed, dataset.qrels, run)
     out = {str(m): float(scores[m]) for m in parsed}

@@ -20,6 +20,7 @@ import logging
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from contextlib import AbstractAsyncContextManager
+from pathlib import Path
 from typing import Annotated, Any, cast
 
 from fastapi import Depends, FastAPI, File, Form, Request, UploadFile
@@ -54,6 +55,7 @@ from .auth import AccessDeniedError, KeyRing, NotFoundError, Principal, Unauthor
 from .limits import JsonLimits
 from .service import Service
 from .shapes import one_tag
+from .ui import install_ui
 
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "create_app"]
 
@@ -101,13 +103,16 @@ def create_app(
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     parser: ParserPool | None = None,
     parse_limits: ParseLimits = DEFAULT_PARSE_LIMITS,
+    eval_report: Path | None = None,
 ) -> FastAPI:
     """The application serving ``service`` to callers holding one of ``keys``.
 
     Uploads are parsed in ``parser``'s worker processes (by default a pool of its own:
     :data:`PARSE_WORKERS` workers, :data:`PARSE_QUEUE` uploads waiting, stopped with the
     app), each under ``parse_limits``: a request thread only waits for its file, and an
-    upload arriving when the queue is full is a 503 with ``Retry-After``."""
+    upload arriving when the queue is full is a 503 with ``Retry-After``. The read-only
+    retrieval inspector is at ``/ui`` (:mod:`.ui`; ``eval_report``: what ``/ui/eval``
+    shows)."""
     parsers = parser if parser is not None else ParserPool(workers=PARSE_WORKERS, queue=PARSE_QUEUE)
     app = FastAPI(
         title="remy-retriever",
@@ -287,6 +292,7 @@ def create_app(
     def forget_memory(body: wire.ForgetMemoryBody, caller: Caller) -> Json:
         return service.forget_memory(caller, body).wire()
 
+    install_ui(app, service, eval_report=eval_report)
     _install_errors(app)
     _install_openapi(app)
     app.add_middleware(JsonLimits)  # inside the body limit: it reads a limited body
