@@ -33,7 +33,7 @@ from .search.calibration import ScoredHit
 from .search.chunks import StoredChunk, get_chunks
 from .search.entry import Searches
 from .search.pipeline import SearchPipeline
-from .search.tuning import TuneReport, collect, fit
+from .search.tuning import SyntheticReport, TuneReport, tune, tune_synthetic
 from .search.values import scan_metadata_values
 from .stores.chroma import open_client
 from .stores.dense import check_hnsw
@@ -79,8 +79,7 @@ class Retriever:
         ...               collection="docs", lexical_path="./remy_lex")
 
     Search options: :class:`~remy_retriever.schema.options.SearchOptions`; :meth:`tune`
-    stores fitted fusion options in the collection (:attr:`search_config`) for later
-    searches. Writers on one server see each other's writes (:mod:`.stores.sync`).
+    and :meth:`tune_synthetic` store fitted ones (:attr:`search_config`). Writers on one server see each other's writes (:mod:`.stores.sync`).
     ``bm25_statistics="filter"``: BM25 statistics counted inside each search's ``where``
     (SECURITY.md). ``hnsw={"ef_construction", "max_neighbors", "ef_search"}`` (any
     subset) applies to a collection created now; an existing one must match.
@@ -344,13 +343,17 @@ class Retriever:
         call = {"mode": mode, "k": k, "where": where, "rerank": rerank, "candidates": candidates}
         return self._searches.calibrated(query, call, reranker=self.reranker)
 
-    def tune(self, queries: Queries, qrels: Qrels, *, save: bool = True) -> TuneReport:
-        """Fit the fusion options on judged queries (:mod:`.search.tuning`); ``save``
+    def tune(
+        self, queries: Queries, qrels: Qrels, *, save: bool = True, progress: bool = False
+    ) -> TuneReport:
+        """Fit the fusion options on judged queries (:func:`.search.tuning.tune`); ``save``
         stores them in the collection as :attr:`search_config`."""
-        report = fit(collect(self._pipeline, queries), qrels)
-        if save:
-            self.set_search_config(report.config)
-        return report
+        return tune(self._pipeline, queries, qrels, save=save, progress=progress)
+
+    def tune_synthetic(self, *, save: bool = True, **settings: Any) -> SyntheticReport:
+        """:meth:`tune` with no judgments, on pseudo-queries from the collection; stores
+        only a fit that beats the current options held out (:mod:`.search.tuning`)."""
+        return tune_synthetic(self._pipeline, save=save, **settings)
 
     def set_search_config(self, config: Mapping[str, Any]) -> None:
         """Store search options for the collection (``{}``: back to the defaults)."""
