@@ -79,7 +79,8 @@ class Retriever:
         ...               collection="docs", lexical_path="./remy_lex")
 
     Search options: :class:`~remy_retriever.schema.options.SearchOptions`; :meth:`tune`
-    and :meth:`tune_synthetic` store fitted ones (:attr:`search_config`). Writers on one server see each other's writes (:mod:`.stores.sync`).
+    and :meth:`tune_synthetic` store fitted ones (:attr:`search_config`). Writers on one
+    server see each other's writes (:mod:`.stores.sync`).
     ``bm25_statistics="filter"``: BM25 statistics counted inside each search's ``where``
     (SECURITY.md). ``hnsw={"ef_construction", "max_neighbors", "ef_search"}`` (any
     subset) applies to a collection created now; an existing one must match.
@@ -343,17 +344,14 @@ class Retriever:
         call = {"mode": mode, "k": k, "where": where, "rerank": rerank, "candidates": candidates}
         return self._searches.calibrated(query, call, reranker=self.reranker)
 
-    def tune(
-        self, queries: Queries, qrels: Qrels, *, save: bool = True, progress: bool = False
-    ) -> TuneReport:
-        """Fit the fusion options on judged queries (:func:`.search.tuning.tune`); ``save``
-        stores them in the collection as :attr:`search_config`."""
-        return tune(self._pipeline, queries, qrels, save=save, progress=progress)
+    def tune(self, queries: Queries, qrels: Qrels, **settings: Any) -> TuneReport:
+        """Fit the fusion options on judged queries and store them as :attr:`search_config`
+        (:func:`.search.tuning.tune`: ``save``, ``progress``)."""
+        return tune(self._pipeline, queries, qrels, **settings)
 
-    def tune_synthetic(self, *, save: bool = True, **settings: Any) -> SyntheticReport:
-        """:meth:`tune` with no judgments, on pseudo-queries from the collection; stores
-        only a fit that beats the current options held out (:mod:`.search.tuning`)."""
-        return tune_synthetic(self._pipeline, save=save, **settings)
+    def tune_synthetic(self, **settings: Any) -> SyntheticReport:
+        """:meth:`tune` without judgments (:func:`.search.tuning.tune_synthetic`)."""
+        return tune_synthetic(self._pipeline, **settings)
 
     def set_search_config(self, config: Mapping[str, Any]) -> None:
         """Store search options for the collection (``{}``: back to the defaults)."""

@@ -23,7 +23,6 @@ from tqdm.auto import tqdm
 
 from ..errors import InvalidInputError
 from ..evaluation.beir import rank_documents
-from ..schema.records import document_id_of, to_citation
 from ..schema.options import (
     DEFAULT_ADAPTIVE,
     DEFAULT_ALPHA,
@@ -35,6 +34,7 @@ from ..schema.options import (
     SearchOptions,
     validate_query,
 )
+from ..schema.records import document_id_of, to_citation
 from . import fusion
 from .pipeline import Branches, SearchPipeline
 from .pseudo_queries import PseudoQuery, SourceChunk, generate, sample_key
@@ -277,15 +277,19 @@ class SyntheticReport:
 
 
 def source_chunks(
-    pipeline: SearchPipeline, *, documents: int, seed: int = SYNTHETIC_SEED
+    pipeline: SearchPipeline, *, documents: int, seed: int = SYNTHETIC_SEED, min_chunks: int = 1
 ) -> list[SourceChunk]:
-    """The chunks of ``documents`` documents of the collection, the first in the seeded
-    order of :func:`~.pseudo_queries.sample_key`, at most :data:`CHUNKS_PER_DOCUMENT`
-    each: one pass over the collection, holding only the sample (bounded memory)."""
+    """The chunks of ``documents`` documents of the collection with ``min_chunks`` chunks
+    or more, the first in the seeded order of :func:`~.pseudo_queries.sample_key`, at
+    most :data:`CHUNKS_PER_DOCUMENT` each: one pass over the collection, holding only the
+    sample (bounded memory)."""
     heap: list[tuple[str, str]] = []  # (negated order, document id): the kept ones
     kept: dict[str, list[SourceChunk]] = {}
     for page in pipeline.sync.dense.iter_all(documents=True, page=2000):
         for cid, text, meta in page:
+            citation = to_citation(cid, meta)
+            if (citation.chunk_count or 1) < min_chunks:
+                continue
             doc = document_id_of(cid, meta)
             if doc not in kept:
                 key = _negated(sample_key(seed, doc))
@@ -298,8 +302,8 @@ def source_chunks(
                     heapq.heappush(heap, (key, doc))
                 kept[doc] = []
             if len(kept[doc]) < CHUNKS_PER_DOCUMENT:
-                path = to_citation(cid, meta).heading_path
-                kept[doc].append(SourceChunk(cid, doc, text or "", tuple(path)))
+                path = tuple(citation.heading_path)
+                kept[doc].append(SourceChunk(cid, doc, text or "", path))
     return [c for doc in sorted(kept) for c in kept[doc]]
 
 
@@ -318,8 +322,12 @@ def collect_pseudo(
     for query, item in zip(queries, collected):
         gone = set(query.exclude)
         if gone:
-            branches = {b: [(c, s) for c, s in lst if c not in gone] for b, lst in item.branches.items()}
-            extra = {b: {c: s for c, s in m.items() if c not in gone} for b, m in item.extra.items()}
+            branches = {
+                b: [(c, s) for c, s in lst if c not in gone] for b, lst in item.branches.items()
+            }
+            extra = {
+                b: {c: s for c, s in m.items() if c not in gone} for b, m in item.extra.items()
+            }
             item = Collected(item.query_id, branches, extra, item.ceiling)
         out.append(item)
     return out
@@ -347,8 +355,9 @@ def fit_synthetic(
     if len(held) < 10 or len(fitted) < 10:
         msg = (
             f"only {len(queries)} pseudo-queries could be built from this collection; "
-            "synthetic tuning needs at least 30 (more documents with sentences of six or "
-            "more words, or titles); nothing is stored"
+            "synthetic tuning needs at least 30 (sentences of six or more words in "
+            "documents of two or more chunks: a single chunk holds its sentence verbatim, "
+            "which would favour the lexical branch); nothing is stored"
         )
         raise InvalidInputError(msg)
     configs = list(options if options is not None else grid())
@@ -376,8 +385,17 @@ def fit_synthetic(
             f"margin {margin}; nothing is stored"
         )
     return SyntheticReport(
-        report.config, dict(baseline), report, chosen, base, len(held), kinds, margin, seed,
-        accepted, reason,
+        report.config,
+        dict(baseline),
+        report,
+        chosen,
+        base,
+        len(held),
+        kinds,
+        margin,
+        seed,
+        accepted,
+        reason,
     )
 
 
@@ -404,9 +422,11 @@ def tune_synthetic(
     queries: int = SYNTHETIC_QUERIES,
     margin: float = SYNTHETIC_MARGIN,
     seed: int = SYNTHETIC_SEED,
+    kinds: Sequence[str] = ("cloze",),
     progress: bool = False,
 ) -> SyntheticReport:
-    """Build up to ``queries`` pseudo-queries from the collection (:mod:`.pseudo_queries`),
+    """Build up to ``queries`` pseudo-queries of ``kinds`` (default the leakage-free
+    ``cloze`` only: :mod:`.pseudo_queries` says why) from the collection (:mod:`.pseudo_queries`),
     collect both branches for them and :func:`fit_synthetic` against the options the
     collection searches with now (its stored config over the defaults); ``save`` stores
     the fit only when it is accepted (``Retriever.tune_synthetic``)."""
@@ -417,8 +437,10 @@ def tune_synthetic(
         msg = f"margin={margin!r}: pass an nDCG@10 gain from 0 to 1, e.g. 0.01"
         raise InvalidInputError(msg)
     baseline = {**defaults(), **pipeline.sync.search_config()}
-    chunks = source_chunks(pipeline, documents=queries, seed=seed)
-    pseudo = generate(chunks, lambda t: pipeline.sync.lexical.idf(t), limit=queries, seed=seed)
+    leaky = {"masked", "title"} & set(kinds)
+    chunks = source_chunks(pipeline, documents=queries, seed=seed, min_chunks=1 if leaky else 2)
+    idf = pipeline.sync.lexical.idf
+    pseudo = generate(chunks, lambda t: idf(t), limit=queries, seed=seed, kinds=kinds)
     collected = collect_pseudo(pipeline, pseudo, progress=progress)
     report = fit_synthetic(
         collected, pseudo, baseline=baseline, margin=margin, seed=seed, progress=progress
