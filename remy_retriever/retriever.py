@@ -33,7 +33,15 @@ from .search.calibration import ScoredHit
 from .search.chunks import StoredChunk, get_chunks
 from .search.entry import Searches
 from .search.pipeline import SearchPipeline
-from .search.tuning import SyntheticReport, TuneReport, tune, tune_synthetic
+from .search.tuning import (
+    SYNTHETIC_MARGIN,
+    SYNTHETIC_QUERIES,
+    SYNTHETIC_SEED,
+    SyntheticReport,
+    TuneReport,
+    tune,
+    tune_synthetic,
+)
 from .search.values import scan_metadata_values
 from .stores.chroma import open_client
 from .stores.dense import check_hnsw
@@ -52,12 +60,16 @@ Qrels = Mapping[str, Mapping[str, int]]
 
 __all__ = [
     "DOCTOR_SAMPLE",
+    "SYNTHETIC_MARGIN",
+    "SYNTHETIC_QUERIES",
+    "SYNTHETIC_SEED",
     "DoctorReport",
     "FileIssue",
     "IngestReport",
     "Retriever",
     "StoredChunk",
     "StoredDocument",
+    "SyntheticReport",
     "list_collections",
     "local_dir",
 ]

@@ -19,8 +19,13 @@ from typing import Any
 
 from ..errors import InvalidInputError
 from ..evaluation.beir import load_beir, load_qrels, load_queries
-from ..retriever import Retriever
-from ..search.tuning import SYNTHETIC_MARGIN, SYNTHETIC_QUERIES, SYNTHETIC_SEED, SyntheticReport
+from ..retriever import (
+    SYNTHETIC_MARGIN,
+    SYNTHETIC_QUERIES,
+    SYNTHETIC_SEED,
+    Retriever,
+    SyntheticReport,
+)
 from ..util.progress import show_progress
 from .common import (
     PROGRESS_HELP,
