@@ -144,6 +144,7 @@ def main() -> None:
     p.add_argument("--cache", default=None, help="the `remy eval --cache` of the indexes")
     p.add_argument("--folds", type=int, default=5)
     p.add_argument("--no-leaky", action="store_true", help="skip the leaky-kinds ablation")
+    p.add_argument("--out", default=str(common.RESULTS_DIR), help="directory for the results")
     args = p.parse_args()
     results: dict[str, Any] = {"benchmark": "synthetic-tune", "command": common.command_line()}
     results["library_defaults"] = defaults()
@@ -164,9 +165,11 @@ def main() -> None:
     results["bar_met"] = (
         results["mean_gain"]["synthetic"] >= ACCEPT_MEAN and min(gains["synthetic"]) >= WORST
     )
-    out = common.RESULTS_DIR / "synthetic-tune.json"
+    folder = Path(args.out)
+    folder.mkdir(parents=True, exist_ok=True)
+    out = folder / "synthetic-tune.json"
     out.write_text(json.dumps(results, indent=1) + "\n")
-    (common.RESULTS_DIR / "synthetic-tune.md").write_text(_table(results))
+    (folder / "synthetic-tune.md").write_text(_table(results))
     print(f"wrote {out}")
 
 
