@@ -10,6 +10,14 @@ come first: a collection whose queries cannot tell the options apart keeps the d
 
 Fit on a train split and check on held-out queries: the benchmarks README shows what
 this buys on SciFact (train -> test) and CISI (cross-validated).
+
+Without judgments (``remy tune --synthetic``, :func:`tune_synthetic`): pseudo-queries
+from a seeded sample of the collection's own documents (:func:`source_chunks`, one pass,
+bounded memory; :mod:`.pseudo_queries` builds them and explains the leakage rules),
+collected like judged ones with each query's own chunk removed (:func:`collect_pseudo`),
+then :func:`fit_synthetic`: fit on part of them (screening the grid on a subset first,
+to bound the time) and keep the fit only when it beats the options the collection
+searches with now on the held-out rest by a margin.
 """
 
 from __future__ import annotations
