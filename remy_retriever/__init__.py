@@ -48,7 +48,7 @@ from .schema.document import Document
 from .schema.hits import BranchExplain, Citation, Match, SearchExplain, SearchHit
 from .schema.options import SearchOptions
 from .search.calibration import ScoredHit
-from .search.tuning import TuneReport
+from .search.tuning import SyntheticReport, TuneReport
 from .supermemory.responses import DocumentSearchResponse, MemorySearchResponse
 from .util.retry import RetryPolicy
 
@@ -99,6 +99,7 @@ __all__ = [
     "StoreError",
     "StoredChunk",
     "StoredDocument",
+    "SyntheticReport",
     "TuneReport",
     "UnauthorizedError",
     "UnusableFileError",

@@ -34,7 +34,15 @@ from .search.chunks import StoredChunk, get_chunks
 from .search.entry import Searches
 from .search.pipeline import SearchPipeline
 from .search.query_cache import QUERY_VECTORS
-from .search.tuning import TuneReport, collect, fit
+from .search.tuning import (
+    SYNTHETIC_MARGIN,
+    SYNTHETIC_QUERIES,
+    SYNTHETIC_SEED,
+    SyntheticReport,
+    TuneReport,
+    tune,
+    tune_synthetic,
+)
 from .search.values import scan_metadata_values
 from .stores.chroma import open_client
 from .stores.dense import check_hnsw
@@ -54,12 +62,16 @@ Qrels = Mapping[str, Mapping[str, int]]
 __all__ = [
     "DOCTOR_SAMPLE",
     "QUERY_VECTORS",
+    "SYNTHETIC_MARGIN",
+    "SYNTHETIC_QUERIES",
+    "SYNTHETIC_SEED",
     "DoctorReport",
     "FileIssue",
     "IngestReport",
     "Retriever",
     "StoredChunk",
     "StoredDocument",
+    "SyntheticReport",
     "list_collections",
     "local_dir",
 ]
@@ -81,8 +93,8 @@ class Retriever:
         ...               collection="docs", lexical_path="./remy_lex")
 
     Search options: :class:`~remy_retriever.schema.options.SearchOptions`; :meth:`tune`
-    stores fitted fusion options in the collection (:attr:`search_config`) for later
-    searches. Writers on one server see each other's writes (:mod:`.stores.sync`).
+    and :meth:`tune_synthetic` store fitted ones (:attr:`search_config`). Writers on one
+    server see each other's writes (:mod:`.stores.sync`).
     ``bm25_statistics="filter"``: BM25 statistics counted inside each search's ``where``
     (SECURITY.md). ``hnsw={"ef_construction", "max_neighbors", "ef_search"}`` (any
     subset) applies to a collection created now; an existing one must match.
@@ -346,13 +358,14 @@ class Retriever:
         call = {"mode": mode, "k": k, "where": where, "rerank": rerank, "candidates": candidates}
         return self._searches.calibrated(query, call, reranker=self.reranker)
 
-    def tune(self, queries: Queries, qrels: Qrels, *, save: bool = True) -> TuneReport:
-        """Fit the fusion options on judged queries (:mod:`.search.tuning`); ``save``
-        stores them in the collection as :attr:`search_config`."""
-        report = fit(collect(self._pipeline, queries), qrels)
-        if save:
-            self.set_search_config(report.config)
-        return report
+    def tune(self, queries: Queries, qrels: Qrels, **settings: Any) -> TuneReport:
+        """Fit the fusion options on judged queries and store them as :attr:`search_config`
+        (:func:`.search.tuning.tune`: ``save``, ``progress``)."""
+        return tune(self._pipeline, queries, qrels, **settings)
+
+    def tune_synthetic(self, **settings: Any) -> SyntheticReport:
+        """:meth:`tune` without judgments (:func:`.search.tuning.tune_synthetic`)."""
+        return tune_synthetic(self._pipeline, **settings)
 
     def set_search_config(self, config: Mapping[str, Any]) -> None:
         """Store search options for the collection (``{}``: back to the defaults)."""

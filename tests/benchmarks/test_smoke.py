@@ -407,3 +407,24 @@ def test_ab_summary_takes_the_ratio_of_medians_and_counts_errors(tmp_path: Path)
     assert data["ratios"]["ingest_files_per_s"] == 1.0
     assert [r["errors"] for r in data["serve_load"]["this"]] == [2, 0]
     assert "| this | 1 | 130 | 300 | 10.0 | 2 |" in ab.markdown(data, "old", "new")
+
+
+def test_synthetic_tune_smoke(tmp_path: Path, beir_dir: Path) -> None:
+    cache = str(tmp_path / "eval")
+    _run("remy_retriever.cli", "eval", str(beir_dir), "--cache", cache, "--mode", "lexical")
+    out = tmp_path / "results"
+    _run(
+        "benchmarks.synthetic_tune",
+        *("--dataset", str(beir_dir), "--cache", cache, "--folds", "3", "--out", str(out)),
+    )
+    data = json.loads((out / "synthetic-tune.json").read_text())
+    (name,) = data["collections"]
+    row = data[name]
+    # Single-chunk documents: too few leakage-free pseudo-queries, so nothing is stored
+    # and the current options stay in force.
+    assert row["synthetic"]["accepted"] is False and "pseudo-queries" in row["synthetic"]["reason"]
+    assert row["nDCG@10"]["synthetic"] == row["nDCG@10"]["current"]
+    assert 0.0 <= row["nDCG@10"]["supervised"] <= 1.0
+    assert row["supervised"]["protocol"].startswith("3-fold")
+    assert data["bar_met"] is False
+    assert "| " + name + " |" in (out / "synthetic-tune.md").read_text()

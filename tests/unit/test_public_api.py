@@ -52,6 +52,7 @@ EXPECTED = {
     "StoreError",
     "StoredChunk",
     "StoredDocument",
+    "SyntheticReport",
     "TuneReport",
     "UnauthorizedError",
     "UnusableFileError",
