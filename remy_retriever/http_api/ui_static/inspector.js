@@ -313,6 +313,7 @@
     const seq = ++searches;
     try {
       const data = await api("POST", "/ui/api/search", body);
+      document.body.dataset.lastFetchMs = (performance.now() - started).toFixed(2);
       const list = clear($("hits"));
       data.results.forEach((hit, i) => list.append(renderHit(hit, i + 1)));
       const ms = performance.now() - started;
