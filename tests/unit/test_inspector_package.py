@@ -13,7 +13,7 @@ import pytest
 
 pytest.importorskip("fastapi", reason="the server extra is not installed")
 
-from remy_retriever.cli import main  # noqa: E402
+from remy_retriever.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
 STATIC = ("inspector.js", "inspector.css")
