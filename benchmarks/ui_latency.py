@@ -76,11 +76,19 @@ def main() -> int:
                 api_ms.append(float(page.evaluate(_FETCH, [query, key])))
                 page_ms.append(from_page(query))
     ratio = statistics.median(page_ms) / statistics.median(api_ms)
+    # Odd rounds ran the page first, even rounds the API first.
+    order = {
+        "page_first": common.summarize(page_ms[1::2]),
+        "page_second": common.summarize(page_ms[0::2]),
+        "api_first": common.summarize(api_ms[0::2]),
+        "api_second": common.summarize(api_ms[1::2]),
+    }
     result = {
         "rounds": args.rounds,
         "page": common.summarize(page_ms),
         "api": common.summarize(api_ms),
         "page_answer_arrived": common.summarize(fetched),
+        "by_order": order,
         "median_ratio": ratio,
         "bar": 1.2,
     }
