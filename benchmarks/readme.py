@@ -248,6 +248,21 @@ def view_long_query(results: Path) -> str:
     )
 
 
+def view_ui_latency(results: Path) -> str:
+    """README "Retrieval inspector": a search from the page against /v1/search."""
+    data = _load(results, "ui-latency")
+    r = data["result"]
+    verdict = "within" if r["median_ratio"] <= r["bar"] else "over"
+    return (
+        f"Over {r['rounds']} alternating queries in one run, a search from the page took "
+        f"{r['page']['p50_ms']:.1f} ms (median, submit to hits drawn) and the same "
+        f"`/v1/search` call {r['api']['p50_ms']:.1f} ms: {r['median_ratio']:.2f}x, "
+        f"{verdict} the {r['bar']}x bar ({data['machine']['cores']} cores, load average "
+        f"{data['machine']['load_average_start'][0]} at the start: "
+        "`benchmarks/results/ui-latency.md`).\n"
+    )
+
+
 VIEWS: dict[str, Callable[[Path], str]] = {
     "quality": view_quality,
     "fusion": view_fusion,
@@ -255,6 +270,7 @@ VIEWS: dict[str, Callable[[Path], str]] = {
     "onnx": view_onnx,
     "cli-startup": view_cli_startup,
     "long-query": view_long_query,
+    "ui-latency": view_ui_latency,
 }
 
 

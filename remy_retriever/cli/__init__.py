@@ -65,7 +65,17 @@ def build_parser() -> argparse.ArgumentParser:
         prog="remy", description="Hybrid BM25 + dense retrieval over Chroma, with citations."
     )
     subparsers = parser.add_subparsers(dest="command", required=True)
-    for command in (ingest, search, memory, serve, inspect, mcp, doctor, eval_command, tune):  # --help
+    for command in (
+        ingest,
+        search,
+        memory,
+        serve,
+        inspect,
+        mcp,
+        doctor,
+        eval_command,
+        tune,
+    ):  # --help
         command.add_parser(subparsers)
     return parser
 

@@ -155,8 +155,7 @@ def run(args: argparse.Namespace) -> int:
     where = f"http://{host}:{args.port}"
     auth = f"{len(specs)} API key(s)" if specs else "no API key (loopback only)"
     print(
-        f"remy serve: {where} ({auth}); OpenAPI at {where}/openapi.json; inspector at "
-        f"{where}/ui/",
+        f"remy serve: {where} ({auth}); OpenAPI at {where}/openapi.json; inspector at {where}/ui/",
         flush=True,
     )
     try:

@@ -67,7 +67,9 @@ def report_data(
         "dataset": dataset,
         "k": k,
         "modes": modes,
-        "means": {m: (sum(scores[m].values()) / len(scores[m]) if scores[m] else 0.0) for m in modes},
+        "means": {
+            m: (sum(scores[m].values()) / len(scores[m]) if scores[m] else 0.0) for m in modes
+        },
         "queries": rows,
         "worst": [r["id"] for r in losing[:WORST]],
     }
@@ -86,9 +88,7 @@ def render_report(data: Mapping[str, Any], *, ui_url: str) -> str:
     modes: list[str] = list(data["modes"])
     rows: list[dict[str, Any]] = list(data["queries"])
     by_id = {r["id"]: r for r in rows}
-    means = "".join(
-        f"<tr><th>{esc(m)}</th><td>{data['means'][m]:.4f}</td></tr>" for m in modes
-    )
+    means = "".join(f"<tr><th>{esc(m)}</th><td>{data['means'][m]:.4f}</td></tr>" for m in modes)
     worst = "".join(
         f'<li><a href="{esc(compare_link(ui_url, by_id[q]["query"]))}">'
         f"{esc(by_id[q]['query'])}</a> <span>hybrid {by_id[q]['hybrid']:.3f}, best branch "

@@ -6,7 +6,8 @@ keys bound to container tags), :mod:`.wire` (request and response bodies),
 :mod:`.documents` (a document's one container tag, the SDK's document types; the
 documents and the memory rule themselves are the engine's
 :class:`~remy_retriever.memory.LinkedDocuments`),
-:mod:`.service` (what each route does), :mod:`.app` (the FastAPI application).
+:mod:`.service` (what each route does), :mod:`.app` (the FastAPI application),
+:mod:`.ui` and :mod:`.inspector` (the read-only retrieval inspector at ``/ui``).
 """
 
 from __future__ import annotations

@@ -179,4 +179,3 @@ def _public_hit(hit: dict[str, Any]) -> dict[str, Any]:
     if "metadata" in hit:
         hit["metadata"] = public_metadata(hit["metadata"])
     return hit
-

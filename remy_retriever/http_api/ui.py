@@ -183,7 +183,7 @@ def install_ui(app: FastAPI, service: Service, *, eval_report: Path | None = Non
 def _page(view: str) -> Response:
     nav = "".join(
         f'<a href="/ui/{"" if name == "search" else name}" data-nav="{name}"'
-        f'{" aria-current=page" if name == view else ""}>{html.escape(label)}</a>'
+        f"{' aria-current=page' if name == view else ''}>{html.escape(label)}</a>"
         for name, label in _VIEWS.items()
         if name != "document"
     )

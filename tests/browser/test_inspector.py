@@ -88,7 +88,9 @@ def test_explain_shows_each_branchs_rank_and_contribution(admin_page: Any) -> No
             r.get_attribute("data-branch"): float(r.get_attribute("width"))
             for r in item.locator("svg.bar rect").all()
         }
-        contributions = {b: f.get("contribution", 0.0) for b, f in hit["explain"]["branches"].items()}
+        contributions = {
+            b: f.get("contribution", 0.0) for b, f in hit["explain"]["branches"].items()
+        }
         if len(contributions) == 2 and min(contributions.values()) > 0:
             ratio = contributions["lexical"] / contributions["semantic"]
             assert widths["lexical"] / widths["semantic"] == pytest.approx(ratio, rel=1e-3)
@@ -123,7 +125,8 @@ def test_a_bad_filter_shows_the_librarys_error_inline(admin_page: Any) -> None:
     assert page.get_attribute("#where", "aria-invalid") == "true"
     page.fill("#where", '{"source": ')
     page.wait_for_function(
-        "() => document.getElementById('where-error').textContent.startsWith('where is not valid JSON')"
+        "() => document.getElementById('where-error').textContent"
+        ".startsWith('where is not valid JSON')"
     )
     page.fill("#where", '{"source": "examples/corpus/filters.md"}')
     page.wait_for_function("() => document.getElementById('where-error').textContent === ''")
@@ -137,16 +140,18 @@ def test_the_compare_view_joins_the_same_chunk_across_columns(admin_page: Any) -
     page.goto(page.remy_url + "/ui/compare?q=" + "hybrid%20search%20fusion%20weights")
     page.wait_for_selector("body[data-compared]")
     columns = {
-        mode: [li.get_attribute("data-chunk") for li in page.locator(f"ol[data-mode={mode}] li").all()]
+        mode: [
+            li.get_attribute("data-chunk") for li in page.locator(f"ol[data-mode={mode}] li").all()
+        ]
         for mode in ("lexical", "hybrid", "semantic")
     }
     for mode, ids in columns.items():
         assert ids == [h["id"] for h in _api(page, "hybrid search fusion weights", mode)], mode
     lines = page.locator("#joins line.join").all()
     joined = {(ln.get_attribute("data-from"), ln.get_attribute("data-chunk")) for ln in lines}
-    expected = {
-        ("lexical", c) for c in set(columns["lexical"]) & set(columns["hybrid"])
-    } | {("hybrid", c) for c in set(columns["hybrid"]) & set(columns["semantic"])}
+    expected = {("lexical", c) for c in set(columns["lexical"]) & set(columns["hybrid"])} | {
+        ("hybrid", c) for c in set(columns["hybrid"]) & set(columns["semantic"])
+    }
     assert joined == expected and expected
     line = lines[0]
     chunk, left, right = (line.get_attribute(a) for a in ("data-chunk", "data-from", "data-to"))

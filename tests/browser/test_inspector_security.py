@@ -53,7 +53,10 @@ def test_hostile_text_and_metadata_are_shown_as_text_in_every_view(page: Any) ->
     page.goto(page.remy_url + "/ui/document?id=" + XSS_ID)
     page.wait_for_selector("body[data-loaded]")
     assert page.inner_text("dd[data-field='metadata.source']") == "javascript:alert('xss-meta')"
-    assert page.inner_text("dd[data-field='metadata.note']") == "<img src=x onerror=\"alert('xss-meta-img')\">"
+    assert (
+        page.inner_text("dd[data-field='metadata.note']")
+        == "<img src=x onerror=\"alert('xss-meta-img')\">"
+    )
     assert "<svg onload=" in page.inner_text("#chunks")
     assert XSS_TEXT.splitlines()[-1][:40] in page.inner_text("#chunks")
     _no_script_ran(page)

@@ -158,15 +158,21 @@
     const { where } = parsedWhere();
     if (where !== null) body.where = where;
     if (mode === "hybrid") {
-      body.fusion = $("fusion").value;
-      if (body.fusion === "rrf") {
-        body.rrf_k = numberOr("rrf-k", config.rrfK);
-        body.weights = {
-          lexical: numberOr("w-lexical", 1),
-          semantic: numberOr("w-semantic", 1),
-        };
+      // Only what differs from the store's resolved defaults is sent, so a search left
+      // at the defaults is exactly the store's own (its tuned config applies).
+      const fusion = $("fusion").value;
+      if (fusion !== config.fusion) body.fusion = fusion;
+      if (fusion === "rrf") {
+        const rrfK = numberOr("rrf-k", config.rrfK);
+        const weights = { lexical: numberOr("w-lexical", 1), semantic: numberOr("w-semantic", 1) };
+        const was = config.weights || {};
+        if (rrfK !== config.rrfK) body.rrf_k = rrfK;
+        if (weights.lexical !== (was.lexical || 1) || weights.semantic !== (was.semantic || 1)) {
+          body.weights = weights;
+        }
       } else {
-        body.alpha = numberOr("alpha", config.alpha);
+        const alpha = numberOr("alpha", config.alpha);
+        if (alpha !== config.alpha) body.alpha = alpha;
       }
     }
     if (!$("rerank-box").hidden && $("rerank").checked) body.rerank = true;
@@ -313,6 +319,7 @@
     const seq = ++searches;
     try {
       const data = await api("POST", "/ui/api/search", body);
+      document.body.dataset.lastFetchMs = (performance.now() - started).toFixed(2);
       const list = clear($("hits"));
       data.results.forEach((hit, i) => list.append(renderHit(hit, i + 1)));
       const ms = performance.now() - started;
