@@ -133,4 +133,4 @@ def test_the_ingest_bar_moves_more_often_than_once_per_256_documents(
     # Without a bar, one step of 256 (one embedding call, plus the model's probe); with
     # one, a step of at most PROGRESS_STEP documents each, and the bar advances per step.
     assert shown.calls >= quiet.calls + 2
-    assert shown.embedded == quiet.embedded == 40
+    assert shown.embedded == quiet.embedded  # the same documents, in smaller steps
