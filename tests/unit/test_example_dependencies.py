@@ -9,11 +9,15 @@ from __future__ import annotations
 import ast
 import re
 import sys
-import tomllib
 from importlib.metadata import packages_distributions
 from pathlib import Path
 
 import pytest
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # Python 3.10: the same parser, as a package
+    tomllib = pytest.importorskip("tomli")
 
 ROOT = Path(__file__).resolve().parents[2]
 PYPROJECTS = [ROOT / "pyproject.toml", *sorted(ROOT.glob("integrations/*/pyproject.toml"))]
