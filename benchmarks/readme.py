@@ -220,10 +220,11 @@ def view_cli_startup(results: Path) -> str:
         c for (code, call), c in calls.items() if code != "current" and call == lexical["call"]
     ]
     then = f" (the code before lazy loading: {before[0]['median_s']:.1f} s)" if before else ""
+    loads = "torch and sentence-transformers" if hybrid["imports_torch"] else "no torch: ONNX"
     return (
         f"One `remy search --mode lexical` call took {lexical['median_s']:.1f} s end to end"
-        f"{then}, a hybrid one {hybrid['median_s']:.1f} s, most of that loading torch and "
-        f"the model; importing chromadb alone took {r['import_chromadb_median_s']:.1f} s "
+        f"{then}, a hybrid one {hybrid['median_s']:.1f} s, which also loads the embedding "
+        f"model ({loads}); importing chromadb alone took {r['import_chromadb_median_s']:.1f} s "
         f"(medians of {r['reps']} fresh processes each, {data['machine']['cores']} cores, "
         f"load average {data['machine']['load_average_start'][0]} at the start: "
         "`benchmarks/results/cli-startup.md`).\n"

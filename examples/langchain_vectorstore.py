@@ -1,7 +1,9 @@
 """LangChain documents in: loader + splitter output into remy through ``RemyVectorStore``.
 
 Run it with ``python examples/langchain_vectorstore.py [DATA_DIR]`` (needs the
-``langchain-remy`` package, which ``make venv`` installs; offline). It loads the bundled
+``langchain-remy`` package with its ``loaders`` extra, for LangChain's loader and
+splitter: ``pip install -e 'integrations/langchain-remy[loaders]'``; ``make venv``
+installs it; offline). It loads the bundled
 corpus in ``examples/corpus/`` with LangChain's ``DirectoryLoader``, splits it with
 ``RecursiveCharacterTextSplitter(add_start_index=True)`` and indexes the chunks with
 ``langchain_core.indexing.index`` (a record manager, incremental cleanup) into a

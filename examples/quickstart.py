@@ -57,8 +57,15 @@ def main(data_dir: str) -> None:
             for rank, hit in enumerate(retriever.search(query, mode="hybrid", k=3), start=1):
                 print(render(rank, hit))
     command = shlex.join(
-        [*remy_command(), "search", "install on linux", "--db", data_dir]
-        + ["--collection", COLLECTION]
+        [
+            *remy_command(),
+            "search",
+            "install on linux",
+            "--db",
+            data_dir,
+            "--collection",
+            COLLECTION,
+        ]
     )
     print(f"\nThe store is kept in {data_dir}; search it yourself:\n  {command}")
 

@@ -218,8 +218,8 @@ class Retriever:
         text is over ``max_document_bytes`` (UTF-8; default 10 MiB, set on the
         ``Retriever``) raises :class:`InvalidDocumentError` and nothing is written.
 
-        ``batch_size``: documents chunked and embedded per step (the progress bar moves
-        per step); both indexes are written once 2,048 chunks are ready, and at the end."""
+        ``batch_size``: documents chunked and embedded per step (fewer with a progress bar,
+        ``PROGRESS_STEP``); both indexes are written once 2,048 chunks are ready, and at end."""
         show = show_progress(self.progress if progress is None else progress)
         return self._ingestor.add(
             documents,

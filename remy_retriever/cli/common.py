@@ -4,11 +4,13 @@ it, JSON flag values, output helpers and the escaping of human-readable output."
 from __future__ import annotations
 
 import argparse
+import errno
 import ipaddress
 import json
 import logging
 import os
 import re
+import socket
 import sys
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -451,6 +453,24 @@ def check_port(port: int) -> int:
         msg = f"--port {port} is not a TCP port; pass one between 1 and 65535"
         raise InvalidInputError(msg)
     return port
+
+
+def check_port_free(host: str, port: int, command: str) -> None:
+    """Refuse a port another program listens on, before anything is opened or printed,
+    naming the flag that picks another (uvicorn's own message suggests nothing)."""
+    family = socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+        try:
+            probe.bind((host.strip("[]"), port))
+        except OSError as exc:
+            if exc.errno != errno.EADDRINUSE:
+                return  # uvicorn reports anything else itself
+            msg = (
+                f"port {port} on {host} is already in use (another server is listening "
+                f"there); stop it, or pick a free port: {command} --port {port + 1}"
+            )
+            raise InvalidInputError(msg) from None
 
 
 def open_linked_stores(

@@ -35,6 +35,7 @@ from .common import (
     bm25_statistics,
     check_listener,
     check_port,
+    check_port_free,
     open_linked_stores,
     plain_api_keys,
     startup_reranker,
@@ -89,6 +90,7 @@ def run(args: argparse.Namespace) -> int:
     policy = None
     if args.transport == "streamable-http":
         check_listener(args.host, keys=bool(keys))
+        check_port_free(args.host, args.port, "remy mcp --transport streamable-http")
         policy = policy_from_args(args, host=args.host, keys=bool(keys))
     elif args.api_key:
         msg = "--api-key applies to --transport streamable-http; over stdio the client is local"
@@ -112,6 +114,10 @@ def run(args: argparse.Namespace) -> int:
             reranker=reranker,
             statistics=bm25_statistics(args, boundary=guards.container_tag is not None),
         )
+    if args.transport == "streamable-http":  # stdio's client starts us: it needs no line
+        auth = f"{len(keys)} API key(s)" if keys else "no API key (loopback only)"
+        url = f"http://{args.host}:{args.port}/mcp"
+        print(f"remy mcp: streamable HTTP at {url} ({auth})", file=sys.stderr, flush=True)
     try:
         tools = RemyTools(documents, memories, guards=guards)
         serve(

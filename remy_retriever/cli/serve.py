@@ -31,6 +31,7 @@ from .common import (
     bm25_statistics,
     check_listener,
     check_port,
+    check_port_free,
     open_linked_stores,
     startup_reranker,
 )
@@ -129,6 +130,7 @@ def run(args: argparse.Namespace) -> int:
     keys = KeyRing(parsed)
     host = check_listener(args.host, keys=keys.required)
     check_port(args.port)
+    check_port_free(host, args.port, "remy serve")
     policy = policy_from_args(args, host=host, keys=keys.required)
     limit = DEFAULT_MAX_BODY_BYTES if args.max_body_bytes is None else args.max_body_bytes
     if limit < 1024:

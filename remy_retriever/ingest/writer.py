@@ -31,6 +31,9 @@ __all__ = ["WRITE_GROUP_CHUNKS", "IngestReport", "Ingestor"]
 #: the end). Adding 1,000 one-chunk documents to 100k chunks: 3.74 s in four writes of
 #: 256 documents, 3.33 s in one (benchmarks/README.md, the scale notes).
 WRITE_GROUP_CHUNKS = 2048
+#: With a progress bar, ``add()`` chunks and embeds at most this many documents per step
+#: (writes still wait for WRITE_GROUP_CHUNKS), so the bar moves on a small ingest too.
+PROGRESS_STEP = 16
 
 
 @dataclass(frozen=True)
@@ -104,8 +107,10 @@ class Ingestor:
         sync = self.sync
         try:
             with sync.writing():
-                for start in range(0, len(docs), batch_size):
-                    batch = docs[start : start + batch_size]
+                # With a bar, steps of at most PROGRESS_STEP documents, so that it moves.
+                step = batch_size if bar is None else min(batch_size, PROGRESS_STEP)
+                for start in range(0, len(docs), step):
+                    batch = docs[start : start + step]
                     existing = existing_documents(sync.dense, sync.table, (d.id for d in batch))
                     for doc_id in rewrite & existing.keys():
                         existing[doc_id] = replace(existing[doc_id], complete=False)

@@ -24,6 +24,7 @@ lock file and the process holding it.
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import time
@@ -45,6 +46,8 @@ __all__ = ["LOCK_FILE", "QUEUE_SUFFIX", "WriterLock"]
 LOCK_FILE = "remy-write.lock"
 #: The queue of waiting writers: the directory ``<lock file><QUEUE_SUFFIX>``.
 QUEUE_SUFFIX = ".queue"
+
+_log = logging.getLogger(__name__)
 
 _POLL_START = 0.002
 _POLL_MAX = 0.05
@@ -211,6 +214,14 @@ class WriterLock:
         return True
 
     def _wait_in_turn(self, fd: int, deadline: float, wait: float) -> None:
+        if wait > 0:  # a second writer would otherwise wait in silence
+            _log.warning(
+                "waiting for the writer lock %s: %s is writing to this store (waiting up "
+                "to %.0f s, then IndexLockedError)",
+                self.path,
+                _read_holder(fd),
+                wait,
+            )
         number, ticket_fd = self._join_queue(deadline, wait)
         delay = _POLL_START
         try:

@@ -101,3 +101,59 @@ def test_help_shows_defaults_for_real() -> None:
     text = " ".join(COMMANDS[("remy", "search")].format_help().split())
     assert "hits to return (default: 5)" in text
     assert "(default: hybrid)" in text
+
+
+def test_every_readme_command_line_parses() -> None:
+    """Issue #31: each README ``remy`` line is accepted by the real parser as written
+    (values, choices and required arguments too, not only the option names)."""
+    lines = list(_readme_command_lines())
+    refused = []
+    for argv in lines:
+        try:
+            build_parser().parse_args(argv)
+        except SystemExit:
+            refused.append(shlex.join(["remy", *argv]))
+    assert refused == [], f"README.md shows command lines remy refuses: {refused}"
+
+
+def test_the_parse_check_refuses_a_bad_line(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["search", "q", "--mode", "fuzzy"])
+    capsys.readouterr()
+
+
+def _usage_block() -> str:
+    readme = README.read_text(encoding="utf-8")
+    section = readme.split("Every command and option, as `--help` prints them", 1)[1]
+    return section.split("```text\n", 1)[1].split("```", 1)[0]
+
+
+def _expanded_usage() -> dict[tuple[str, ...], str]:
+    """The usage block's text per command, with its ``[store flags]`` and ``[listener
+    flags]`` spelled out from the block's own definitions of them."""
+    block = _usage_block()
+    defs = dict(re.findall(r"^(store flags|listener flags): (.*?)(?=^\S|\Z)", block, re.M | re.S))
+    out: dict[tuple[str, ...], str] = {}
+    for entry in re.split(r"\n(?=remy )", block.split("\n\nstore flags:", 1)[0]):
+        words = entry.split()
+        path = tuple(w for w in words[:3] if re.fullmatch(r"[a-z]+", w))
+        text = entry
+        for name, flags in defs.items():
+            text = text.replace(f"[{name}]", flags)
+        out[path] = text
+    return out
+
+
+@pytest.mark.parametrize("path", list(COMMANDS), ids=" ".join)
+def test_the_complete_usage_list_has_every_command_and_option(path: tuple[str, ...]) -> None:
+    """The README calls its usage block complete: each command has its line there, with
+    every one of its options (issue #31: serve, mcp and tune were missing)."""
+    usage = _expanded_usage()
+    assert path in usage, f"the README's usage block has no `{' '.join(path)}` line"
+    missing = [
+        option
+        for action in _options(COMMANDS[path])
+        for option in action.option_strings
+        if option.startswith("--") and not _mentioned(option, usage[path])
+    ]
+    assert missing == [], f"the usage line of {' '.join(path)} lacks {missing}"

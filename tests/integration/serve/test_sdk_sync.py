@@ -291,3 +291,23 @@ def test_errors_are_json_without_tracebacks(server: RemyServer) -> None:
     assert bad_json.status_code == 400 and "error" in bad_json.json()
     assert httpx.get(server.url + "/v3/documents/f-en-2019", headers=auth).status_code == 404
     assert httpx.get(server.url + "/nowhere", headers=auth).json()["error"] == "Not Found"
+
+
+def test_the_readme_sdk_example_runs_and_its_filter_finds_the_document(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue #31 item 5: the README's supermemory example, run as written on a fresh
+    server (only its address and key are this test's): its ``lang=en`` document search
+    returned nothing, since the document it adds had no ``lang``."""
+    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Self-hosted supermemory-compatible server", 1)[1]
+    (code,) = [b for b in section.split("```python\n")[1:2]]
+    code = code.split("```", 1)[0]
+    running = RemyServer(tmp_path / "db", []).start()
+    try:
+        monkeypatch.setenv("REMY_KEY", ADMIN)
+        assert "http://127.0.0.1:8000" in code
+        exec(compile(code.replace("http://127.0.0.1:8000", running.url), "README.md", "exec"), {})
+    finally:
+        running.stop()
+    assert capsys.readouterr().out.splitlines() == ["Alice prefers tea", "Alice prefers tea"]
