@@ -117,7 +117,7 @@ def _demo_recipe() -> list[str]:
 
 
 def test_the_command_the_demo_prints_works_as_printed(tmp_path: Path) -> None:
-    """Issue #31 item 1: after ``make demo`` the venv is not activated, so ``remy`` is not
+    """After ``make demo`` the venv is not activated, so ``remy`` is not
     on PATH. The demo prints the path of its environment's ``remy`` (``.venv/bin/remy``
     from a fresh clone), and that line, run exactly as printed from the same directory
     with a PATH that holds no venv, finds the demo's hits."""

@@ -1,4 +1,4 @@
-"""Issue #31 item 7: output that misled a newcomer. Document search marked every chunk of
+"""Output that misled a newcomer. Document search marked every chunk of
 a small store relevant, even at score 0; ``remy eval`` timed later modes with the query
 vectors an earlier mode had cached; the memory CLI printed relative versions (``(-1)``);
 ``--prune`` said "gone from disk" of files still on disk. Real Chroma, tantivy, MiniLM."""

@@ -1,4 +1,4 @@
-"""Issue #31 item 3: a mistyped store path or collection in the Python API used to be
+"""A mistyped store path or collection in the Python API used to be
 accepted silently (an empty store or collection was created and searches returned
 ``[]``). Now an open that creates says so, the first search of an empty collection that
 this open created warns naming the path and the collection, and opens that must not

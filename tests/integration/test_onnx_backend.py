@@ -315,7 +315,7 @@ print("EMBEDDED")
 
 
 def test_the_first_onnx_export_says_what_it_does_and_where_once(tmp_path: Path) -> None:
-    """Issue #31 item 4: the one-time export used to show only a progress bar and
+    """The one-time export used to show only a progress bar and
     onnxruntime's "Please consider to run pre-processing before quantization", which
     reads like an error. Now one line says what is exported and where it is cached, the
     hint is gone, and a second process, loading from the cache, says nothing."""

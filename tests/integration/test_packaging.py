@@ -1,4 +1,4 @@
-"""Issue #31 item 2: the README's install lines work from a checkout. ``make dist``'s
+"""The README's install lines work from a checkout. ``make dist``'s
 command builds the wheel and the sdist; each installs into a fresh venv, where ``remy
 --help`` runs and (from the wheel) an ingest and a lexical search work, importing the
 installed copy, not this checkout. Nothing is downloaded: the build runs without

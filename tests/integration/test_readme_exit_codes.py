@@ -1,4 +1,4 @@
-"""Issue #31: the exit codes README.md documents for ``remy ingest`` are the ones it
+"""The exit codes README.md documents for ``remy ingest`` are the ones it
 returns. The codes are read from the README's own sentences (so a changed sentence is
 checked too), then each case runs through the CLI on a real store."""
 

@@ -1,4 +1,4 @@
-"""Issue #31 item 8: what a newcomer sees while things start. A busy port used to print
+"""What a newcomer sees while things start. A busy port used to print
 the serving banner, then uvicorn's raw "address already in use"; ``remy mcp --transport
 streamable-http`` printed nothing; a second writer waited in silence; the ingest bar
 moved in 256-document steps. Real sockets on 127.0.0.1, real processes, real MiniLM."""

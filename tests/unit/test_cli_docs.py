@@ -104,7 +104,7 @@ def test_help_shows_defaults_for_real() -> None:
 
 
 def test_every_readme_command_line_parses() -> None:
-    """Issue #31: each README ``remy`` line is accepted by the real parser as written
+    """Each README ``remy`` line is accepted by the real parser as written
     (values, choices and required arguments too, not only the option names)."""
     lines = list(_readme_command_lines())
     refused = []

@@ -1,4 +1,4 @@
-"""Issue #31 item 9: an example (or README code) may import only what a user's install
+"""An example (or README code) may import only what a user's install
 brings: a package's dependencies or one of its extras, never a distribution that only a
 ``test`` or ``dev`` extra declares (``examples/langchain_vectorstore.py`` imported
 ``langchain_community`` and ``langchain_text_splitters``, which only the adapter's test

@@ -296,7 +296,7 @@ def test_errors_are_json_without_tracebacks(server: RemyServer) -> None:
 def test_the_readme_sdk_example_runs_and_its_filter_finds_the_document(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Issue #31 item 5: the README's supermemory example, run as written on a fresh
+    """The README's supermemory example, run as written on a fresh
     server (only its address and key are this test's): its ``lang=en`` document search
     returned nothing, since the document it adds had no ``lang``."""
     readme = (Path(__file__).resolve().parents[3] / "README.md").read_text(encoding="utf-8")
