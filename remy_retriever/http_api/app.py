@@ -54,6 +54,7 @@ from .auth import AccessDeniedError, KeyRing, NotFoundError, Principal, Unauthor
 from .limits import JsonLimits
 from .service import Service
 from .shapes import one_tag
+from .v5 import install_v5
 
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "create_app"]
 
@@ -287,6 +288,7 @@ def create_app(
     def forget_memory(body: wire.ForgetMemoryBody, caller: Caller) -> Json:
         return service.forget_memory(caller, body).wire()
 
+    install_v5(app, service, parsers=parsers, parse_limits=parse_limits)
     _install_errors(app)
     _install_openapi(app)
     app.add_middleware(JsonLimits)  # inside the body limit: it reads a limited body

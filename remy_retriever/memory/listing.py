@@ -1,0 +1,66 @@
+"""Reading a container whole, without a query: its memories and
+the profile of a container (what supermemory's v5 ``profile`` and ``list`` routes show).
+
+The profile is deterministic (no language model): the latest, unforgotten memories of
+the container, newest first. ``static`` holds the memories never revised (version 1),
+``dynamic`` those revised at least once (version 2 or later: they evolve); a memory whose
+metadata has a string ``bucket`` is also listed under that bucket.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..schema.filters import and_where
+from .context import load_memories
+from .model import CONTAINER_KEY, FORGOTTEN_KEY, LATEST_KEY, Memory
+from .store import MemoryStore
+
+__all__ = ["BUCKET_KEY", "Profile", "container_memories", "profile"]
+
+#: The metadata key that puts a memory in a profile bucket.
+BUCKET_KEY = "bucket"
+
+
+def container_memories(
+    store: MemoryStore,
+    tag: str,
+    *,
+    where: Mapping[str, Any] | None = None,
+    forgotten: bool = False,
+) -> list[Memory]:
+    """The latest version of every memory in container ``tag`` matching ``where``
+    (forgotten ones too when ``forgotten``), newest first."""
+    clauses: dict[str, Any] = {"$and": [{CONTAINER_KEY: tag}, {LATEST_KEY: True}]}
+    if not forgotten:
+        clauses["$and"].append({FORGOTTEN_KEY: False})
+    ids = store.memories.document_ids(and_where(clauses, where))
+    loaded = load_memories(store.memories, ids).values()
+    found = [m for m in loaded if m.container_tag == tag and (forgotten or not m.forgotten)]
+    return sorted(found, key=lambda m: (m.updated_at, m.id), reverse=True)
+
+
+@dataclass(frozen=True)
+class Profile:
+    """A container's profile: see the module docstring."""
+
+    static: tuple[Memory, ...]
+    dynamic: tuple[Memory, ...]
+    buckets: Mapping[str, tuple[Memory, ...]]
+
+
+def profile(memories: Sequence[Memory], buckets: Sequence[str] | None = None) -> Profile:
+    """The profile of these (latest, newest-first) memories; ``buckets`` names the
+    buckets to return (``None``: every bucket a memory names)."""
+    grouped: dict[str, list[Memory]] = {b: [] for b in buckets or ()}
+    for memory in memories:
+        name = memory.metadata.get(BUCKET_KEY)
+        if isinstance(name, str) and (buckets is None or name in grouped):
+            grouped.setdefault(name, []).append(memory)
+    return Profile(
+        static=tuple(m for m in memories if m.version == 1),
+        dynamic=tuple(m for m in memories if m.version > 1),
+        buckets={k: tuple(v) for k, v in sorted(grouped.items())},
+    )
