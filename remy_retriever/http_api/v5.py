@@ -18,9 +18,11 @@ stored bucket definitions answer a JSON 501 naming what is not supported.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import time
+from enum import Enum
 from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, File, Form, Query, Request, UploadFile
@@ -72,7 +74,7 @@ def install_v5(
 ) -> None:
     """Register the v5 routes on ``app``."""
     docs = service.documents
-    tags = ["v5"]
+    tags: list[str | Enum] = ["v5"]
 
     def prepare(ns: str, item: w.DocumentInput) -> Any:
         meta = dict(item.metadata or {})
@@ -242,9 +244,7 @@ def install_v5(
     @app.post("/ns/{namespace}/profile", response_model=w.ProfileResponse, tags=tags)
     def get_profile(namespace: str, body: w.ProfileBody, caller: Caller) -> Json:
         ns = _ns(caller, namespace)
-        memories = container_memories(
-            service.memories, ns, where=memory_where(ns, body.filter)
-        )
+        memories = container_memories(service.memories, ns, where=memory_where(ns, body.filter))
         made = profile(memories, body.buckets)
 
         def facts(ms: Any) -> list[w.ProfileFact]:
@@ -350,7 +350,10 @@ def install_v5(
     def forget_matching(namespace: str, body: w.ForgetMatchingBody, caller: Caller) -> Json:
         ns = _ns(caller, namespace)
         found = service.memories.search(
-            body.query, search_mode="memories", limit=100, threshold=FORGET_THRESHOLD,
+            body.query,
+            search_mode="memories",
+            limit=100,
+            threshold=FORGET_THRESHOLD,
             container_tag=ns,
         )
         matches = [w.ForgetMatch(id=r.id, memory=r.memory) for r in found.results]  # type: ignore[union-attr]
@@ -456,8 +459,6 @@ _EPOCH = "1970-01-01T00:00:00Z"
 
 
 def _json_object(raw: str | None) -> dict[str, Any] | None:
-    import json
-
     if raw is None or not raw.strip():
         return None
     try:
@@ -471,8 +472,6 @@ def _json_object(raw: str | None) -> dict[str, Any] | None:
 
 
 def _merge_json(metadata: str | None, group: str | None) -> str | None:
-    import json
-
     meta = _json_object(metadata) or {}
     meta.update(_json_object(group) or {})
     return json.dumps(meta) if meta else None
@@ -483,7 +482,7 @@ def _document(stored: StoredDocument, *, content: bool) -> w.DocumentOut:
     return w.DocumentOut(
         id=wire_document_id(doc.id, doc.metadata),
         title=doc.title,
-        type=doc.type,
+        type=doc.type or "text",
         summary=doc.summary,
         content=doc.text if content else None,
         metadata=public_metadata(doc.metadata),

@@ -247,4 +247,3 @@ def aggregate_chunks(
             )
         )
     return out
-

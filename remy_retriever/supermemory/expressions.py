@@ -72,7 +72,9 @@ def _node(node: object, path: str, depth: int) -> dict[str, Any]:
         _only(node, {"operator", "operands"}, path)
         operands = node.get("operands")
         if not isinstance(operands, Sequence) or isinstance(operands, str) or not operands:
-            msg = f"{path}.operands takes a non-empty list of expressions, got {short_repr(operands)}"
+            msg = (
+                f"{path}.operands takes a non-empty list of expressions, got {short_repr(operands)}"
+            )
             raise InvalidFilterError(msg)
         subs = [_node(item, f"{path}.operands[{i}]", depth + 1) for i, item in enumerate(operands)]
         return {"AND" if operator == "and" else "OR": subs}
@@ -110,7 +112,7 @@ def _predicate(node: Mapping[Any, Any], path: str) -> dict[str, Any]:
         elif isinstance(value, (int, float)):
             condition.update(value=value, filterType="numeric", numericOperator="=")
         else:
-            msg = f"{where}: eq/neq compare with a string, a number or a bool, got {short_repr(value)}"
+            msg = f"{where}: eq/neq takes a string, a number or a bool, got {short_repr(value)}"
             raise InvalidFilterError(msg)
         condition["negate"] = negate
         return condition

@@ -1,7 +1,7 @@
 """Drives a running ``remy serve`` with the official SDK ``supermemory`` 5.x, sync and
 async clients. Run by test_sdk5.py with the Python of ``.venv-sdk5`` (the 5.x SDK shares
 its package name with the 3.62 SDK of the main venv):
-``python sdk5_client.py URL ALICE_KEY BOB_KEY``. Every raw JSON response is validated
+``python sdk5_client.py URL ALICE_KEY BOB_KEY PDF_PATH``. Every raw JSON response is validated
 with the SDK's own pydantic type (``model_validate``: its models do not validate on
 their own). Exits non-zero, with the failed check, on any failure."""
 
@@ -17,8 +17,8 @@ from supermemory import AsyncSupermemory, Supermemory
 from supermemory import types as t
 from supermemory.core.api_error import ApiError
 
-URL, ALICE, BOB = sys.argv[1:4]
-SUFFIX = sys.argv[4] if len(sys.argv) > 4 else "s"
+URL, ALICE, BOB, PDF = sys.argv[1:5]
+SUFFIX = "s"
 
 
 def strict(model: Any, raw: httpx.Response) -> Any:
@@ -42,7 +42,9 @@ def run_sync() -> None:
     raw = client.with_raw_response
     added = strict(
         t.DocumentRef,
-        raw.add(ns, content="Alice prefers green tea", id=f"tea-{SUFFIX}", metadata={"k": "v"}).http_response,
+        raw.add(
+            ns, content="Alice prefers green tea", id=f"tea-{SUFFIX}", metadata={"k": "v"}
+        ).http_response,
     )
     assert added.id == f"tea-{SUFFIX}" and added.status == "done", added
     batch = strict(
@@ -50,24 +52,47 @@ def run_sync() -> None:
         client.documents.with_raw_response.batch_add(
             ns,
             documents=[
-                {"content": "Alice's cat is called Miso", "id": f"cat-{SUFFIX}", "metadata": {"year": 2020}},
-                {"content": "Alice runs on Sundays", "metadata": {"year": 2024}, "group": {"team": "x"}},
+                {
+                    "content": "Alice's cat is called Miso",
+                    "id": f"cat-{SUFFIX}",
+                    "metadata": {"year": 2020},
+                },
+                {
+                    "content": "Alice runs on Sundays",
+                    "metadata": {"year": 2024},
+                    "group": {"team": "x"},
+                },
             ],
         ).http_response,
     )
     assert (batch.count, batch.failed) == (2, 0), batch
-    pdf = make_pdf()
+    with open(PDF, "rb") as handle:
+        pdf = handle.read()
     up = strict(
         t.DocumentRef,
-        client.documents.with_raw_response.upload_file(ns, file=("guide.pdf", pdf, "application/pdf")).http_response,
+        client.documents.with_raw_response.upload_file(
+            ns, file=("guide.pdf", pdf, "application/pdf")
+        ).http_response,
     )
     doc = strict(
         t.Document,
-        client.documents.with_raw_response.get(ns, f"tea-{SUFFIX}", include="memories").http_response,
+        client.documents.with_raw_response.get(
+            ns, f"tea-{SUFFIX}", include="memories"
+        ).http_response,
     )
     assert doc.content == "Alice prefers green tea" and doc.memories, doc
-    strict(t.DocumentRef, client.documents.with_raw_response.update(ns, f"tea-{SUFFIX}", content="Alice prefers black tea").http_response)
-    doc = strict(t.Document, client.documents.with_raw_response.get(ns, f"tea-{SUFFIX}", include="memories").http_response)
+    strict(
+        t.DocumentRef,
+        client.documents.with_raw_response.update(
+            ns, f"tea-{SUFFIX}", content="Alice prefers black tea"
+        ).http_response,
+    )
+    doc = strict(
+        t.Document,
+        client.documents.with_raw_response.get(
+            ns, f"tea-{SUFFIX}", include="memories"
+        ).http_response,
+    )
     assert [m.version for m in doc.memories] == [1, 2], doc.memories  # history stays
     # search: three modes, a FilterExpression, threshold, limit, include, three reranks
     flt = {"operator": "and", "operands": [{"field": "year", "operator": "gte", "value": 2021}]}
@@ -75,22 +100,39 @@ def run_sync() -> None:
         for rerank in ("none", "order", "aggregate"):
             found = strict(
                 t.SearchResponse,
-                raw.search(ns, query="what does Alice drink", search_mode=mode, limit=5, threshold=0.0,
-                           include={"documents": True, "related": True}, rerank=rerank).http_response,
+                raw.search(
+                    ns,
+                    query="what does Alice drink",
+                    search_mode=mode,
+                    limit=5,
+                    threshold=0.0,
+                    include={"documents": True, "related": True},
+                    rerank=rerank,
+                ).http_response,
             )
             assert found.results, (mode, rerank)
             assert len(found.results) <= 5
             filtered = strict(
                 t.SearchResponse,
-                raw.search(ns, query="Alice", search_mode=mode, filter=flt, rerank=rerank).http_response,
+                raw.search(
+                    ns, query="Alice", search_mode=mode, filter=flt, rerank=rerank
+                ).http_response,
             )
             texts = [r.memory or r.chunk for r in filtered.results]
             assert texts and all("Sundays" in (x or "") for x in texts), (mode, texts)
-    top = strict(t.SearchResponse, raw.search(ns, query="what does Alice drink", search_mode="memories").http_response)
+    top = strict(
+        t.SearchResponse,
+        raw.search(ns, query="what does Alice drink", search_mode="memories").http_response,
+    )
     assert "black tea" in (top.results[0].memory or ""), top.results
-    none = strict(t.SearchResponse, raw.search(ns, query="zebra quantum", threshold=1.0).http_response)
+    none = strict(
+        t.SearchResponse, raw.search(ns, query="zebra quantum", threshold=1.0).http_response
+    )
     assert none.results == [], none
-    paged = strict(t.SearchResponse, raw.search(ns, query="install guide page two", search_mode="chunks").http_response)
+    paged = strict(
+        t.SearchResponse,
+        raw.search(ns, query="install guide page two", search_mode="chunks").http_response,
+    )
     cited = [(r.metadata.get("page"), r.metadata.get("pageEnd")) for r in paged.results]
     assert (1, 2) in cited, cited  # the two-page PDF is one chunk: pages 1-2
     prof = strict(t.ProfileResponse, raw.profile(ns, buckets=["habits"]).http_response)
@@ -100,16 +142,31 @@ def run_sync() -> None:
         assert getattr(listed, kind) and listed.pagination.total_items >= 2, (kind, listed)
     mem_id = top.results[0].id
     strict(t.MemoryDetails, client.memories.with_raw_response.get(ns, mem_id).http_response)
-    gone = strict(t.ForgetResult, client.memories.with_raw_response.forget(ns, ids=[mem_id]).http_response)
+    gone = strict(
+        t.ForgetResult, client.memories.with_raw_response.forget(ns, ids=[mem_id]).http_response
+    )
     assert gone.count == 1, gone
-    dry = strict(t.ForgetResult, client.memories.with_raw_response.forget_matching(ns, query="Alice's cat Miso", dry_run=True).http_response)
+    dry = strict(
+        t.ForgetResult,
+        client.memories.with_raw_response.forget_matching(
+            ns, query="Alice's cat Miso", dry_run=True
+        ).http_response,
+    )
     assert any("Miso" in m.memory for m in dry.matches), dry
-    real = strict(t.ForgetResult, client.memories.with_raw_response.forget_matching(ns, query="Alice's cat Miso", dry_run=False).http_response)
+    real = strict(
+        t.ForgetResult,
+        client.memories.with_raw_response.forget_matching(
+            ns, query="Alice's cat Miso", dry_run=False
+        ).http_response,
+    )
     assert real.count == len(dry.matches), real
     names = strict(t.NamespaceList, client.namespaces.with_raw_response.list().http_response)
     assert [n.namespace for n in names.namespaces] == ["alice"], names
     strict(t.NamespaceDetails, client.namespaces.with_raw_response.get(ns).http_response)
-    deleted = strict(t.DeleteDocumentsResult, client.documents.with_raw_response.delete(ns, ids=[up.id, "missing"]).http_response)
+    deleted = strict(
+        t.DeleteDocumentsResult,
+        client.documents.with_raw_response.delete(ns, ids=[up.id, "missing"]).http_response,
+    )
     assert deleted.count == 1 and [e.id for e in deleted.errors] == ["missing"], deleted
     # isolation: alice's key never reaches bob, bob's never alice
     bob = Supermemory(base_url=URL, api_key=BOB, max_retries=0)
@@ -117,48 +174,42 @@ def run_sync() -> None:
     assert status_of(lambda: bob.add(ns, content="intruder")) == 403
     assert status_of(lambda: bob.documents.get(ns, f"tea-{SUFFIX}")) == 403
     assert status_of(lambda: client.search("bob", query="x")) == 403
-    assert status_of(lambda: Supermemory(base_url=URL, api_key="x" * 20, max_retries=0).search(ns, query="x")) == 401
+    assert (
+        status_of(
+            lambda: Supermemory(base_url=URL, api_key="x" * 20, max_retries=0).search(ns, query="x")
+        )
+        == 401
+    )
     assert status_of(lambda: client.connectors.list(ns)) == 501
-    cleared = strict(t.NamespaceDeleted, client.namespaces.with_raw_response.delete(ns).http_response)
+    cleared = strict(
+        t.NamespaceDeleted, client.namespaces.with_raw_response.delete(ns).http_response
+    )
     assert cleared.status == "deleted" and cleared.deleted_documents_count >= 3, cleared
 
 
 async def run_async() -> None:
     client = AsyncSupermemory(base_url=URL, api_key=ALICE, max_retries=0)
     raw = client.with_raw_response
-    added = strict(t.DocumentRef, (await raw.add("alice", content="Alice plays chess", id="chess")).http_response)
+    added = strict(
+        t.DocumentRef,
+        (await raw.add("alice", content="Alice plays chess", id="chess")).http_response,
+    )
     assert added.id == "chess"
-    found = strict(t.SearchResponse, (await raw.search("alice", query="which game", search_mode="hybrid")).http_response)
+    found = strict(
+        t.SearchResponse,
+        (await raw.search("alice", query="which game", search_mode="hybrid")).http_response,
+    )
     assert [r.memory for r in found.results if r.memory] == ["Alice plays chess"], found
     ids = [r.id for r in found.results]
-    assert len(ids) == len(set(ids)) and not any(r.chunk == "Alice plays chess" for r in found.results)
+    assert len(ids) == len(set(ids)) and not any(
+        r.chunk == "Alice plays chess" for r in found.results
+    )
     strict(t.ListResponse, (await raw.list("alice", "memories")).http_response)
     strict(t.ProfileResponse, (await raw.profile("alice")).http_response)
-    strict(t.DeleteDocumentsResult, (await client.documents.with_raw_response.delete("alice", ids=["chess"])).http_response)
-
-
-def make_pdf() -> bytes:
-    pages = ["The install guide starts here.", "The install guide page two covers upgrades."]
-    objs = []
-    kids = " ".join(f"{3 + 2 * i} 0 R" for i in range(len(pages)))
-    objs.append("<< /Type /Catalog /Pages 2 0 R >>")
-    objs.append(f"<< /Type /Pages /Kids [{kids}] /Count {len(pages)} >>")
-    font = 3 + 2 * len(pages)
-    for i, text in enumerate(pages):
-        objs.append(f"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents {4 + 2 * i} 0 R /Resources << /Font << /F1 {font} 0 R >> >> >>")
-        stream = f"BT /F1 12 Tf 72 720 Td ({text}) Tj ET"
-        objs.append(f"<< /Length {len(stream)} >>\nstream\n{stream}\nendstream")
-    objs.append("<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>")
-    out = b"%PDF-1.4\n"
-    offsets = []
-    for n, body in enumerate(objs, 1):
-        offsets.append(len(out))
-        out += f"{n} 0 obj\n{body}\nendobj\n".encode()
-    xref = len(out)
-    out += f"xref\n0 {len(objs) + 1}\n0000000000 65535 f \n".encode()
-    out += b"".join(f"{o:010d} 00000 n \n".encode() for o in offsets)
-    out += f"trailer\n<< /Size {len(objs) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n".encode()
-    return out
+    strict(
+        t.DeleteDocumentsResult,
+        (await client.documents.with_raw_response.delete("alice", ids=["chess"])).http_response,
+    )
 
 
 if __name__ == "__main__":

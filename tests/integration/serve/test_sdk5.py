@@ -33,13 +33,31 @@ def server(
     assert not running.tracebacks(), running.log()
 
 
+def two_page_pdf(path: Path) -> Path:
+    fpdf = pytest.importorskip("fpdf", reason="fpdf2 makes the test PDF")
+    pdf = fpdf.FPDF()
+    pdf.set_font("Helvetica", size=12)
+    for text in ("The install guide starts here.", "The install guide page two covers upgrades."):
+        pdf.add_page()
+        pdf.cell(text=text)
+    pdf.output(str(path))
+    return path
+
+
 def test_the_sdk5_clients_add_search_list_forget_and_stay_in_their_namespace(
-    server: RemyServer,
+    server: RemyServer, tmp_path: Path
 ) -> None:
     assert SDK5_PYTHON.exists(), f"{SDK5_PYTHON} is missing: run `make venv` (it builds .venv-sdk5)"
     script = Path(__file__).with_name("sdk5_client.py")
     done = subprocess.run(
-        [str(SDK5_PYTHON), str(script), server.url, ALICE, BOB],
+        [
+            str(SDK5_PYTHON),
+            str(script),
+            server.url,
+            ALICE,
+            BOB,
+            str(two_page_pdf(tmp_path / "g.pdf")),
+        ],
         capture_output=True,
         text=True,
         timeout=600,
