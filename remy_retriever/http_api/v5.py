@@ -31,8 +31,8 @@ from fastapi.responses import JSONResponse
 from ..errors import DocumentNotFoundError, InvalidInputError
 from ..loaders import MissingExtraError, ParseLimits, ParserPool, load_bytes, loader_for
 from ..memory import Memory, public_metadata, wire_document_id
-from ..memory.listing import container_memories, profile
-from ..retriever import StoredDocument
+from ..memory.listing import container_memories, document_chunks, profile
+from ..retriever import StoredChunk, StoredDocument
 from ..schema.document import CONTAINER_TAG_KEY
 from ..schema.filters import and_where, scope_where
 from ..supermemory.expressions import where_from_expression
@@ -281,6 +281,7 @@ def install_v5(
         reverse = order != "asc"
         docs_out: list[w.DocumentOut] = []
         memories_out: list[w.MemoryOut] = []
+        chunks_out: list[w.ChunkOut] = []
         if kind == "memories":
             found = container_memories(
                 service.memories,
@@ -305,13 +306,20 @@ def install_v5(
                     item.system.memory_count = sum(not m.forgotten for m in live)
                 docs_out.append(item)
         else:
-            msg = "list/chunks is not supported by remy yet; search with searchMode 'chunks'"
-            raise InvalidInputError(msg)
+            ids = service.retriever.document_ids(where_in(ns, body.filter))
+            stored = sorted(
+                service.retriever.get_documents(ids).values(),
+                key=lambda s: (s.created_at, s.document.id),
+                reverse=reverse,
+            )
+            chunks = [(s, c) for s in stored for c in document_chunks(service.retriever, s)]
+            total = len(chunks)
+            chunks_out = [_chunk(s, c) for s, c in chunks[(page - 1) * limit : page * limit]]
         pagination = w.Pagination(
             current_page=page, limit=limit, total_items=total, total_pages=math.ceil(total / limit)
         )
         return w.ListResponse(
-            documents=docs_out, chunks=[], memories=memories_out, pagination=pagination
+            documents=docs_out, chunks=chunks_out, memories=memories_out, pagination=pagination
         ).wire()
 
     # -- memories ---------------------------------------------------------------------
@@ -488,6 +496,23 @@ def _document(stored: StoredDocument, *, content: bool) -> w.DocumentOut:
         metadata=public_metadata(doc.metadata),
         url=doc.url,
         system=w.DocumentSystem(created_at=stored.created_at, updated_at=stored.updated_at),
+    )
+
+
+def _chunk(stored: StoredDocument, chunk: StoredChunk) -> w.ChunkOut:
+    meta = public_metadata(chunk.metadata)
+    if chunk.citation.page is not None:
+        meta["page"] = chunk.citation.page
+    if chunk.citation.page_end is not None:
+        meta["pageEnd"] = chunk.citation.page_end
+    return w.ChunkOut(
+        id=chunk.id,
+        position=chunk.citation.chunk_index,
+        content=chunk.text,
+        type=stored.document.type or "text",
+        metadata=meta,
+        system=w.System(created_at=stored.created_at),
+        document_id=wire_document_id(stored.document.id, stored.document.metadata),
     )
 
 

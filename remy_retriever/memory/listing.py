@@ -1,4 +1,4 @@
-"""Reading a container whole, without a query: its memories and
+"""Reading a container whole, without a query: its memories, a document's chunks, and
 the profile of a container (what supermemory's v5 ``profile`` and ``list`` routes show).
 
 The profile is deterministic (no language model): the latest, unforgotten memories of
@@ -13,12 +13,19 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..schema.filters import and_where
+from ..retriever import Retriever, StoredChunk, StoredDocument
+from ..schema.filters import and_where, document_where
 from .context import load_memories
 from .model import CONTAINER_KEY, FORGOTTEN_KEY, LATEST_KEY, Memory
 from .store import MemoryStore
 
-__all__ = ["BUCKET_KEY", "Profile", "container_memories", "profile"]
+__all__ = [
+    "BUCKET_KEY",
+    "Profile",
+    "container_memories",
+    "document_chunks",
+    "profile",
+]
 
 #: The metadata key that puts a memory in a profile bucket.
 BUCKET_KEY = "bucket"
@@ -40,6 +47,29 @@ def container_memories(
     loaded = load_memories(store.memories, ids).values()
     found = [m for m in loaded if m.container_tag == tag and (forgotten or not m.forgotten)]
     return sorted(found, key=lambda m: (m.updated_at, m.id), reverse=True)
+
+
+def document_chunks(retriever: Retriever, stored: StoredDocument) -> list[StoredChunk]:
+    """The chunks of a stored document, in document order: one chunk of it found by a
+    search inside the document, then the chain of its neighbours both ways."""
+    doc = stored.document
+    anchor = retriever.search(
+        doc.title or doc.text[:200] or doc.id, k=1, mode="semantic", where=document_where(doc.id)
+    )
+    if not anchor:
+        return []
+    found: dict[str, StoredChunk] = dict(retriever.get_chunks([anchor[0].id]))
+    for step in ("previous_id", "next_id"):
+        current = found.get(anchor[0].id)
+        while current is not None and getattr(current, step) is not None:
+            nxt = getattr(current, step)
+            if nxt in found:
+                break
+            got = retriever.get_chunks([nxt])
+            current = got.get(nxt)
+            if current is not None:
+                found[nxt] = current
+    return sorted(found.values(), key=lambda c: c.citation.chunk_index)
 
 
 @dataclass(frozen=True)

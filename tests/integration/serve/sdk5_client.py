@@ -137,7 +137,9 @@ def run_sync() -> None:
     assert (1, 2) in cited, cited  # the two-page PDF is one chunk: pages 1-2
     prof = strict(t.ProfileResponse, raw.profile(ns, buckets=["habits"]).http_response)
     assert "habits" in prof.profile.buckets and prof.profile.static and prof.profile.dynamic, prof
-    for kind in ("documents", "memories"):
+    chunks = strict(t.ListResponse, raw.list(ns, "chunks", limit=100).http_response).chunks
+    assert any(c.metadata.get("page") == 1 and c.document_id == up.id for c in chunks), chunks
+    for kind in ("documents", "chunks", "memories"):
         listed = strict(t.ListResponse, raw.list(ns, kind, limit=2).http_response)
         assert getattr(listed, kind) and listed.pagination.total_items >= 2, (kind, listed)
     mem_id = top.results[0].id

@@ -105,7 +105,7 @@ def requests(draw: st.DrawFn) -> tuple[str, str, dict[str, Any]]:
     if kind == 7:
         return "POST", base + "/profile", {"json": {} if flt is None else {"filter": flt}}
     if kind == 8:
-        listed = draw(st.sampled_from(["documents", "memories"]))
+        listed = draw(st.sampled_from(["documents", "chunks", "memories"]))
         body = {"include": {"content": True}, **({} if flt is None else {"filter": flt})}
         return "POST", f"{base}/list/{listed}", {"json": body}
     if kind == 9:
