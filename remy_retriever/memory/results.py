@@ -22,7 +22,13 @@ from .model import CONTAINER_KEY, FORGOTTEN_KEY, LATEST_KEY, Memory, is_visible
 if TYPE_CHECKING:
     from ..models.rerankers import Reranker
 
-__all__ = ["SearchRequest", "chunk_results", "memory_results"]
+__all__ = [
+    "SearchRequest",
+    "aggregate_chunks",
+    "chunk_results",
+    "distinct_results",
+    "memory_results",
+]
 
 
 @dataclass(frozen=True)
@@ -186,3 +192,58 @@ def _linked_document(stored: StoredDocument) -> LinkedDocument:
         created_at=stored.created_at,
         updated_at=stored.updated_at,
     )
+
+
+def distinct_results(
+    results: Sequence[MemoryResult | ChunkResult],
+) -> list[MemoryResult | ChunkResult]:
+    """A hybrid ranking without duplicates: each id once, and a chunk left out when a
+    memory ranked in the same results has its text (the memory rule makes a short
+    document both a chunk and a memory; the memory stands for both)."""
+    seen: set[str] = set()
+    memories = {" ".join(r.memory.split()) for r in results if isinstance(r, MemoryResult)}
+    out: list[MemoryResult | ChunkResult] = []
+    for result in results:
+        if result.id in seen:
+            continue
+        if isinstance(result, ChunkResult) and " ".join(result.chunk.split()) in memories:
+            continue
+        seen.add(result.id)
+        out.append(result)
+    return out
+
+
+def aggregate_chunks(
+    results: Sequence[MemoryResult | ChunkResult],
+) -> list[MemoryResult | ChunkResult]:
+    """The chunk results of one document merged into one, where its best chunk ranked:
+    their texts in rank order, the best similarity, the page range of them all (the
+    citation), the id of the best chunk. Memory results pass unchanged."""
+    groups: dict[str, list[ChunkResult]] = {}
+    for result in results:
+        if isinstance(result, ChunkResult):
+            doc = result.documents[0].id if result.documents else result.id
+            groups.setdefault(doc, []).append(result)
+    out: list[MemoryResult | ChunkResult] = []
+    done: set[str] = set()
+    for result in results:
+        if not isinstance(result, ChunkResult):
+            out.append(result)
+            continue
+        doc = result.documents[0].id if result.documents else result.id
+        if doc in done:
+            continue
+        done.add(doc)
+        group = groups[doc]
+        pages = [p for r in group for p in (r.page, r.page_end) if p is not None]
+        out.append(
+            result.model_copy(
+                update={
+                    "chunk": "\n\n".join(r.chunk for r in group),
+                    "similarity": max(r.similarity for r in group),
+                    "page": min(pages) if pages else None,
+                    "page_end": max(pages) if pages else None,
+                }
+            )
+        )
+    return out

@@ -51,7 +51,13 @@ from .model import (
     now,
     to_document,
 )
-from .results import SearchRequest, chunk_results, memory_results
+from .results import (
+    SearchRequest,
+    aggregate_chunks,
+    chunk_results,
+    distinct_results,
+    memory_results,
+)
 
 if TYPE_CHECKING:
     from ..models.embeddings import Embedder
@@ -492,6 +498,8 @@ class MemoryStore:
         where: Mapping[str, Any] | None = None,
         rerank: bool | str | Reranker | None = False,
         mode: Literal["semantic", "lexical", "hybrid"] = "hybrid",
+        distinct: bool = False,
+        aggregate: bool = False,
     ) -> MemorySearchResponse:
         """Search memories (and, in ``hybrid``/``documents`` mode, the linked retriever's
         document chunks); best first, at most ``limit`` results in the spec's shape.
@@ -510,7 +518,9 @@ class MemoryStore:
         ``derives``; forgotten ones left out), ``{"documents"}`` adds each memory's
         linked documents, ``{"forgottenMemories"}`` also returns forgotten memories
         (the latest version of each). Chunk results always carry their source document
-        in ``documents``, ``version`` 1 and ``rootMemoryId`` null.
+        in ``documents``, ``version`` 1 and ``rootMemoryId`` null. ``distinct`` drops
+        repeats (:func:`~.results.distinct_results`), ``aggregate`` merges the chunks of
+        one document (:func:`~.results.aggregate_chunks`).
 
         Filters hold for every item in the response, context and documents included:
         ``container_tag`` matches a memory's container and a document's
@@ -549,6 +559,8 @@ class MemoryStore:
             results += chunk_results(self._linked, request)
         results = [r for r in results if r.similarity >= threshold]
         results.sort(key=lambda r: -r.similarity)  # stable: memories first on ties
+        results = distinct_results(results) if distinct else results
+        results = aggregate_chunks(results) if aggregate else results
         results = results[:limit]
         timing = round((time.perf_counter() - started) * 1000)
         return MemorySearchResponse(results=results, timing=timing, total=len(results))

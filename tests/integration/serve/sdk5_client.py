@@ -1,0 +1,220 @@
+"""Drives a running ``remy serve`` with the official SDK ``supermemory`` 5.x, sync and
+async clients. Run by test_sdk5.py with the Python of ``.venv-sdk5`` (the 5.x SDK shares
+its package name with the 3.62 SDK of the main venv):
+``python sdk5_client.py URL ALICE_KEY BOB_KEY PDF_PATH``. Every raw JSON response is validated
+with the SDK's own pydantic type (``model_validate``: its models do not validate on
+their own). Exits non-zero, with the failed check, on any failure."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from typing import Any
+
+import httpx
+import pydantic
+from supermemory import AsyncSupermemory, Supermemory
+from supermemory import types as t
+from supermemory.core.api_error import ApiError
+
+URL, ALICE, BOB, PDF = sys.argv[1:5]
+SUFFIX = "s"
+
+
+def strict(model: Any, raw: httpx.Response) -> Any:
+    assert raw.status_code < 300, (raw.status_code, raw.text)
+    if hasattr(model, "model_validate"):
+        return model.model_validate(raw.json())
+    return pydantic.TypeAdapter(model).validate_python(raw.json())  # a union type
+
+
+def status_of(call: Any) -> int:
+    try:
+        call()
+    except ApiError as exc:
+        return int(exc.status_code or 0)
+    return 200
+
+
+def run_sync() -> None:
+    ns = "alice"
+    client = Supermemory(base_url=URL, api_key=ALICE, max_retries=0)
+    raw = client.with_raw_response
+    added = strict(
+        t.DocumentRef,
+        raw.add(
+            ns, content="Alice prefers green tea", id=f"tea-{SUFFIX}", metadata={"k": "v"}
+        ).http_response,
+    )
+    assert added.id == f"tea-{SUFFIX}" and added.status == "done", added
+    batch = strict(
+        t.BatchAddResult,
+        client.documents.with_raw_response.batch_add(
+            ns,
+            documents=[
+                {
+                    "content": "Alice's cat is called Miso",
+                    "id": f"cat-{SUFFIX}",
+                    "metadata": {"year": 2020},
+                },
+                {
+                    "content": "Alice runs on Sundays",
+                    "metadata": {"year": 2024},
+                    "group": {"team": "x"},
+                },
+            ],
+        ).http_response,
+    )
+    assert (batch.count, batch.failed) == (2, 0), batch
+    with open(PDF, "rb") as handle:
+        pdf = handle.read()
+    up = strict(
+        t.DocumentRef,
+        client.documents.with_raw_response.upload_file(
+            ns, file=("guide.pdf", pdf, "application/pdf")
+        ).http_response,
+    )
+    doc = strict(
+        t.Document,
+        client.documents.with_raw_response.get(
+            ns, f"tea-{SUFFIX}", include="memories"
+        ).http_response,
+    )
+    assert doc.content == "Alice prefers green tea" and doc.memories, doc
+    strict(
+        t.DocumentRef,
+        client.documents.with_raw_response.update(
+            ns, f"tea-{SUFFIX}", content="Alice prefers black tea"
+        ).http_response,
+    )
+    doc = strict(
+        t.Document,
+        client.documents.with_raw_response.get(
+            ns, f"tea-{SUFFIX}", include="memories"
+        ).http_response,
+    )
+    assert [m.version for m in doc.memories] == [1, 2], doc.memories  # history stays
+    # search: three modes, a FilterExpression, threshold, limit, include, three reranks
+    flt = {"operator": "and", "operands": [{"field": "year", "operator": "gte", "value": 2021}]}
+    for mode in ("memories", "chunks", "hybrid"):
+        for rerank in ("none", "order", "aggregate"):
+            found = strict(
+                t.SearchResponse,
+                raw.search(
+                    ns,
+                    query="what does Alice drink",
+                    search_mode=mode,
+                    limit=5,
+                    threshold=0.0,
+                    include={"documents": True, "related": True},
+                    rerank=rerank,
+                ).http_response,
+            )
+            assert found.results, (mode, rerank)
+            assert len(found.results) <= 5
+            filtered = strict(
+                t.SearchResponse,
+                raw.search(
+                    ns, query="Alice", search_mode=mode, filter=flt, rerank=rerank
+                ).http_response,
+            )
+            texts = [r.memory or r.chunk for r in filtered.results]
+            assert texts and all("Sundays" in (x or "") for x in texts), (mode, texts)
+    top = strict(
+        t.SearchResponse,
+        raw.search(ns, query="what does Alice drink", search_mode="memories").http_response,
+    )
+    assert "black tea" in (top.results[0].memory or ""), top.results
+    none = strict(
+        t.SearchResponse, raw.search(ns, query="zebra quantum", threshold=1.0).http_response
+    )
+    assert none.results == [], none
+    paged = strict(
+        t.SearchResponse,
+        raw.search(ns, query="install guide page two", search_mode="chunks").http_response,
+    )
+    cited = [(r.metadata.get("page"), r.metadata.get("pageEnd")) for r in paged.results]
+    assert (1, 2) in cited, cited  # the two-page PDF is one chunk: pages 1-2
+    prof = strict(t.ProfileResponse, raw.profile(ns, buckets=["habits"]).http_response)
+    assert "habits" in prof.profile.buckets and prof.profile.static and prof.profile.dynamic, prof
+    chunks = strict(t.ListResponse, raw.list(ns, "chunks", limit=100).http_response).chunks
+    assert any(c.metadata.get("page") == 1 and c.document_id == up.id for c in chunks), chunks
+    for kind in ("documents", "chunks", "memories"):
+        listed = strict(t.ListResponse, raw.list(ns, kind, limit=2).http_response)
+        assert getattr(listed, kind) and listed.pagination.total_items >= 2, (kind, listed)
+    mem_id = top.results[0].id
+    strict(t.MemoryDetails, client.memories.with_raw_response.get(ns, mem_id).http_response)
+    gone = strict(
+        t.ForgetResult, client.memories.with_raw_response.forget(ns, ids=[mem_id]).http_response
+    )
+    assert gone.count == 1, gone
+    dry = strict(
+        t.ForgetResult,
+        client.memories.with_raw_response.forget_matching(
+            ns, query="Alice's cat Miso", dry_run=True
+        ).http_response,
+    )
+    assert any("Miso" in m.memory for m in dry.matches), dry
+    real = strict(
+        t.ForgetResult,
+        client.memories.with_raw_response.forget_matching(
+            ns, query="Alice's cat Miso", dry_run=False
+        ).http_response,
+    )
+    assert real.count == len(dry.matches), real
+    names = strict(t.NamespaceList, client.namespaces.with_raw_response.list().http_response)
+    assert [n.namespace for n in names.namespaces] == ["alice"], names
+    strict(t.NamespaceDetails, client.namespaces.with_raw_response.get(ns).http_response)
+    deleted = strict(
+        t.DeleteDocumentsResult,
+        client.documents.with_raw_response.delete(ns, ids=[up.id, "missing"]).http_response,
+    )
+    assert deleted.count == 1 and [e.id for e in deleted.errors] == ["missing"], deleted
+    # isolation: alice's key never reaches bob, bob's never alice
+    bob = Supermemory(base_url=URL, api_key=BOB, max_retries=0)
+    assert status_of(lambda: bob.search(ns, query="tea")) == 403
+    assert status_of(lambda: bob.add(ns, content="intruder")) == 403
+    assert status_of(lambda: bob.documents.get(ns, f"tea-{SUFFIX}")) == 403
+    assert status_of(lambda: client.search("bob", query="x")) == 403
+    assert (
+        status_of(
+            lambda: Supermemory(base_url=URL, api_key="x" * 20, max_retries=0).search(ns, query="x")
+        )
+        == 401
+    )
+    assert status_of(lambda: client.connectors.list(ns)) == 501
+    cleared = strict(
+        t.NamespaceDeleted, client.namespaces.with_raw_response.delete(ns).http_response
+    )
+    assert cleared.status == "deleted" and cleared.deleted_documents_count >= 3, cleared
+
+
+async def run_async() -> None:
+    client = AsyncSupermemory(base_url=URL, api_key=ALICE, max_retries=0)
+    raw = client.with_raw_response
+    added = strict(
+        t.DocumentRef,
+        (await raw.add("alice", content="Alice plays chess", id="chess")).http_response,
+    )
+    assert added.id == "chess"
+    found = strict(
+        t.SearchResponse,
+        (await raw.search("alice", query="which game", search_mode="hybrid")).http_response,
+    )
+    assert [r.memory for r in found.results if r.memory] == ["Alice plays chess"], found
+    ids = [r.id for r in found.results]
+    assert len(ids) == len(set(ids)) and not any(
+        r.chunk == "Alice plays chess" for r in found.results
+    )
+    strict(t.ListResponse, (await raw.list("alice", "memories")).http_response)
+    strict(t.ProfileResponse, (await raw.profile("alice")).http_response)
+    strict(
+        t.DeleteDocumentsResult,
+        (await client.documents.with_raw_response.delete("alice", ids=["chess"])).http_response,
+    )
+
+
+if __name__ == "__main__":
+    run_sync()
+    asyncio.run(run_async())
+    print("ok")
