@@ -32,6 +32,7 @@ from ..errors import DocumentNotFoundError, InvalidInputError
 from ..loaders import MissingExtraError, ParseLimits, ParserPool, load_bytes, loader_for
 from ..memory import Memory, public_metadata, wire_document_id
 from ..memory.listing import container_memories, document_chunks, profile
+from ..memory.listing import forget_matching as forget_by_query
 from ..retriever import StoredChunk, StoredDocument
 from ..schema.document import CONTAINER_TAG_KEY
 from ..schema.filters import and_where, scope_where
@@ -357,18 +358,8 @@ def install_v5(
     @app.delete("/ns/{namespace}/memories/semantic", response_model=w.ForgetResult, tags=tags)
     def forget_matching(namespace: str, body: w.ForgetMatchingBody, caller: Caller) -> Json:
         ns = _ns(caller, namespace)
-        found = service.memories.search(
-            body.query,
-            search_mode="memories",
-            limit=100,
-            threshold=FORGET_THRESHOLD,
-            container_tag=ns,
-        )
-        matches = [w.ForgetMatch(id=r.id, memory=r.memory) for r in found.results]  # type: ignore[union-attr]
-        if not body.dry_run:
-            with docs.lock:
-                for match in matches:
-                    docs.forget_memory(visible_memory(ns, match.id))
+        forgotten = forget_by_query(docs, body.query, ns, dry_run=body.dry_run)
+        matches = [w.ForgetMatch(id=m.id, memory=m.content) for m in forgotten]
         return w.ForgetResult(count=len(matches), errors=[], matches=matches).wire()
 
     # -- namespaces -------------------------------------------------------------------
@@ -461,8 +452,6 @@ def install_v5(
     )
 
 
-#: The least relevance (calibrated, 0-1) a memory needs to be forgotten by a query.
-FORGET_THRESHOLD = 0.5
 _EPOCH = "1970-01-01T00:00:00Z"
 
 

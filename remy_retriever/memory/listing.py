@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..retriever import Retriever, StoredChunk, StoredDocument
 from ..schema.filters import and_where, document_where
@@ -19,16 +19,48 @@ from .context import load_memories
 from .model import CONTAINER_KEY, FORGOTTEN_KEY, LATEST_KEY, Memory
 from .store import MemoryStore
 
+if TYPE_CHECKING:
+    from .linked import LinkedDocuments
+
 __all__ = [
     "BUCKET_KEY",
+    "FORGET_LIMIT",
+    "FORGET_THRESHOLD",
     "Profile",
     "container_memories",
     "document_chunks",
+    "forget_matching",
     "profile",
 ]
 
 #: The metadata key that puts a memory in a profile bucket.
 BUCKET_KEY = "bucket"
+#: The least relevance (calibrated, 0-1) a memory needs to be forgotten by a query.
+FORGET_THRESHOLD = 0.5
+#: The most memories one forget-by-query forgets.
+FORGET_LIMIT = 100
+
+
+def forget_matching(
+    linked: LinkedDocuments, query: str, tag: str, *, dry_run: bool = False
+) -> list[Memory]:
+    """Forget the container's memories whose calibrated relevance to ``query`` is at
+    least :data:`FORGET_THRESHOLD` (at most :data:`FORGET_LIMIT`, best first); with
+    ``dry_run`` only list them. The search and the forgetting are scoped to ``tag``."""
+    found = linked.memories.search(
+        query,
+        search_mode="memories",
+        limit=FORGET_LIMIT,
+        threshold=FORGET_THRESHOLD,
+        container_tag=tag,
+    )
+    ids = [str(r.id) for r in found.results]
+    memories = [linked.memories.get(i, container_tags=[tag]) for i in ids]
+    if not dry_run:
+        with linked.lock:
+            for memory in memories:
+                linked.forget_memory(memory)
+    return memories
 
 
 def container_memories(
