@@ -217,7 +217,7 @@ class QuerySignals:
     branches list, in [0, 1]; ``coverage``: the best lexical score over the query's BM25
     ceiling, minus 0.5 (near +0.5: the best chunk holds most of the query's terms);
     ``rarity``: the share of the query's terms that are rare (:data:`RARE_IDF`), minus
-    0.5; ``cosine``: the semantic branch's best score minus ``centre``
+    0.5 (0 when no idf is given); ``cosine``: the semantic branch's best score minus ``centre``
     (:data:`COSINE_CENTRE`; how close the best chunk's meaning came);
     ``terms``: how many distinct analysed terms the query has."""
 
@@ -263,9 +263,9 @@ def query_signals(
     best = lexical[0][1] if lexical else 0.0
     coverage = min(1.0, max(0.0, best / ceiling)) if ceiling > 0 and math.isfinite(best) else 0.0
     rare = sum(1 for v in idf.values() if v >= RARE_IDF)
-    rarity = rare / len(idf) if idf else 0.0
+    rarity = rare / len(idf) - 0.5 if idf else 0.0  # no idf known: neutral
     top = semantic[0][1] if semantic and math.isfinite(semantic[0][1]) else centre
-    return QuerySignals(peak, agreement, coverage - 0.5, rarity - 0.5, top - centre, len(idf))
+    return QuerySignals(peak, agreement, coverage - 0.5, rarity, top - centre, len(idf))
 
 
 def signal_alpha(
@@ -315,19 +315,29 @@ def fuse(
     fusion: str,
     alpha: float,
     normalization: str = "minmax",
-    adaptive: bool = False,
+    adaptive: bool | str = False,
     rrf_k: float = 60.0,
     rrf_weights: Mapping[str, float] | None = None,
     extra: Mapping[str, Mapping[str, float]] | None = None,
     scales: Mapping[str, float] | None = None,
+    idf: Mapping[str, float] | None = None,
 ) -> tuple[list[tuple[str, float]], Convex | None]:
     """Fuse a hybrid search's ``semantic`` and ``lexical`` lists as the search options
     say: RRF, or the convex combination (query-adaptive ``alpha`` with ``adaptive``;
     ``extra``: the filled-in scores; ``scales``: each branch's ``calibrated`` divisor,
-    default 1). Returns the ranking and, for convex, what it combined."""
+    default 1; ``adaptive="signals"``: :func:`signal_alpha`, from the idf of the query's
+    analysed terms ``idf`` and the lexical ``scales`` entry, the BM25 ceiling). Returns
+    the ranking and, for convex, what it combined."""
     if fusion == "rrf":
         return rrf(branches, k=rrf_k, weights=rrf_weights), None
-    if adaptive:
+    adapted = None
+    if adaptive == "signals":
+        ceiling = (scales or {}).get("lexical", 0.0)
+        adapted = signal_alpha(
+            alpha, branches["semantic"], branches["lexical"], idf=idf or {}, ceiling=ceiling
+        )
+        alpha = adapted.alpha
+    elif adaptive:
         alpha = peak_alpha(alpha, branches["semantic"], branches["lexical"])
     weights = {"semantic": alpha, "lexical": 1.0 - alpha}
     extra = extra or {}
@@ -336,4 +346,4 @@ def fuse(
         b: normalize(items, normalization, extra.get(b), scale=scales.get(b, 1.0))
         for b, items in branches.items()
     }
-    return combine(norms, branches, weights), Convex(norms=norms, weights=weights)
+    return combine(norms, branches, weights), Convex(norms=norms, weights=weights, adapted=adapted)
