@@ -26,7 +26,6 @@ import ir_measures
 
 from benchmarks import common
 from remy_retriever.evaluation.beir import rank_documents
-from remy_retriever.search import fusion
 from remy_retriever.schema.options import (
     DEFAULT_ADAPTIVE,
     DEFAULT_ALPHA,
@@ -36,6 +35,7 @@ from remy_retriever.schema.options import (
     FILLS,
     NORMALIZATIONS,
 )
+from remy_retriever.search import fusion
 
 COLLECTIONS = ("scifact", "cisi", "cranfield", "medline", "lisa")
 #: How far below its own best candidate a collection the choice is fitted on may be.
@@ -53,7 +53,12 @@ DEFAULT = {
 #: The acceptance bars: no collection more than this below the old default ...
 BELOW_TODAY = 0.003
 ALPHAS = (0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7)
-_FILLED = {"none": (), "lexical": ("lexical",), "semantic": ("semantic",), "both": ("semantic", "lexical")}
+_FILLED = {
+    "none": (),
+    "lexical": ("lexical",),
+    "semantic": ("semantic",),
+    "both": ("semantic", "lexical"),
+}
 #: The query-adaptive signal weightings tried (:func:`fusion.signal_alpha`).
 SIGNALS: dict[str, dict[str, float]] = {
     "peak": {"peak": 0.5},
@@ -182,7 +187,9 @@ def choose(
     return min(names, key=lambda n: (shortfall(n), -mean(n), names.index(n))), False
 
 
-def meets_bars(table: Mapping[str, Mapping[str, tuple[float, float]]], n: str, on: list[str]) -> bool:
+def meets_bars(
+    table: Mapping[str, Mapping[str, tuple[float, float]]], n: str, on: list[str]
+) -> bool:
     """No collection of ``on`` more than :data:`BELOW_TODAY` below the old default, and
     hybrid at least the better single branch on each."""
     today = table[label(TODAY)]
@@ -232,7 +239,9 @@ def main() -> None:
     for held in names:
         on = [c for c in names if c != held]
         name = choose_by_bars(table, fused, on)
-        bar_folds.append({"held_out": held, "choice": name, "held_out_nDCG@10": table[name][held][0]})
+        bar_folds.append(
+            {"held_out": held, "choice": name, "held_out_nDCG@10": table[name][held][0]}
+        )
     out = {
         "collections": {
             c: {"queries": len(d["queries"]), "chunks": d["chunks"]} for c, d in data.items()
@@ -261,7 +270,9 @@ def render(out: Mapping[str, Any]) -> str:
     lines = ["# Cross-collection fusion", ""]
     lines.append("Leave one collection out: chosen on the other four, scored on the held-out one.")
     lines.append("")
-    lines.append("| held out | choice on the other four | bound held | held-out nDCG@10 | today's default |")
+    lines.append(
+        "| held out | choice on the other four | bound held | held-out nDCG@10 | today's default |"
+    )
     lines.append("|---|---|---|---|---|")
     for f in out["folds"]:
         lines.append(

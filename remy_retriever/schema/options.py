@@ -95,8 +95,8 @@ class SearchOptions:
     ``adaptive=True`` shifts ``alpha`` per query towards the branch whose top hit stands
     out; ``adaptive="signals"`` sets it per query from label-free signals of the query
     and both lists (:func:`remy_retriever.search.fusion.signal_alpha`; ``explain`` shows
-    the weight and why). ``fusion="rrf"`` scores ``sum_b weights[b] / (rrf_k + rank_b)``, the SearchHit
-    spec's RRF sum. How the defaults were chosen: benchmarks/README.md;
+    the weight and why). ``fusion="rrf"`` scores ``sum_b weights[b] / (rrf_k + rank_b)``,
+    the SearchHit spec's RRF sum. How the defaults were chosen: benchmarks/README.md;
     ``Retriever.tune`` fits these options on a collection's own judged queries. ``where``
     is a Chroma-style metadata filter, applied inside every branch.
 

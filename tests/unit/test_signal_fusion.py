@@ -38,7 +38,12 @@ def test_a_peaked_semantic_list_pulls_towards_semantic() -> None:
 def test_rare_query_terms_pull_towards_lexical() -> None:
     rare = {"zyxin": fusion.RARE_IDF + 1, "kinase": fusion.RARE_IDF + 2}
     got = fusion.signal_alpha(
-        0.45, _ranked("s", FLAT), _ranked("l", FLAT), idf=rare, ceiling=1.0, weights={"rarity": -1.0}
+        0.45,
+        _ranked("s", FLAT),
+        _ranked("l", FLAT),
+        idf=rare,
+        ceiling=1.0,
+        weights={"rarity": -1.0},
     )
     assert got.alpha < 0.45
 
@@ -67,4 +72,3 @@ def test_fuse_reports_the_adapted_weights() -> None:
     )
     assert detail is not None and detail.adapted is not None
     assert math.isclose(detail.weights["semantic"], detail.adapted.alpha)
-
