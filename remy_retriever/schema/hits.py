@@ -14,6 +14,7 @@ from typing import Any
 __all__ = [
     "BranchExplain",
     "Citation",
+    "FusionWeights",
     "Match",
     "SearchExplain",
     "SearchHit",
@@ -150,6 +151,35 @@ class BranchExplain:
 
 
 @dataclass(frozen=True)
+class FusionWeights:
+    """The branch weights a query-adaptive fusion chose for one query: ``weights``
+    (semantic, lexical), the fixed ``alpha`` it started from, each signal's ``pulls`` on
+    the semantic weight's log-odds (positive: towards semantic) and the ``reason``."""
+
+    weights: Mapping[str, float]
+    alpha: float
+    pulls: Mapping[str, float] = field(default_factory=dict)
+    reason: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "weights": dict(self.weights),
+            "alpha": self.alpha,
+            "pulls": dict(self.pulls),
+            "reason": self.reason,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> FusionWeights:
+        return cls(
+            weights={str(k): float(v) for k, v in data["weights"].items()},
+            alpha=float(data["alpha"]),
+            pulls={str(k): float(v) for k, v in (data.get("pulls") or {}).items()},
+            reason=str(data.get("reason", "")),
+        )
+
+
+@dataclass(frozen=True)
 class SearchExplain:
     """Why a hit is where it is: the branches that found it, each branch's rank and raw
     score, the fused score, the rerank score when reranked, and (lexical and hybrid
@@ -162,6 +192,9 @@ class SearchExplain:
     rerank_score: float | None = None
     matched_terms: tuple[str, ...] = ()
     matched_stems: tuple[str, ...] = ()
+    #: Query-adaptive fusion (``adaptive="signals"``): the semantic weight it chose, the
+    #: fixed ``alpha`` it started from and why (the signals' pulls), else ``None``.
+    fusion_weights: FusionWeights | None = None
 
     @property
     def found_by(self) -> tuple[str, ...]:
@@ -180,6 +213,8 @@ class SearchExplain:
         if self.mode != "semantic":
             out["matchedTerms"] = list(self.matched_terms)
             out["matchedStems"] = list(self.matched_stems)
+        if self.fusion_weights is not None:
+            out["fusionWeights"] = self.fusion_weights.to_dict()
         return out
 
     @classmethod
@@ -191,6 +226,11 @@ class SearchExplain:
             rerank_score=data.get("rerankScore"),
             matched_terms=tuple(data.get("matchedTerms") or ()),
             matched_stems=tuple(data.get("matchedStems") or ()),
+            fusion_weights=(
+                FusionWeights.from_dict(data["fusionWeights"])
+                if data.get("fusionWeights")
+                else None
+            ),
         )
 
 

@@ -50,16 +50,17 @@ Fusion = Literal["rrf", "convex"]
 MODES: tuple[str, ...] = ("semantic", "lexical", "hybrid")
 FUSIONS: tuple[str, ...] = ("rrf", "convex")
 
-#: Default fusion, chosen on SciFact's *train* queries only (809 queries; protocol and
-#: every variant in benchmarks/README.md, "Fusion defaults"): the convex combination of
-#: *calibrated* scores (the cosine as is, BM25 over the query's BM25 ceiling), the
-#: lexical branch's scores filled in for the dense branch's other chunks, alpha 0.45:
-#: nDCG@10 0.7416 against 0.7294 for the previous default (min-max, alpha 0.4, no fill).
-#: Held out: SciFact test 0.728 (was 0.726), CISI 0.459 (was 0.448).
+#: Default fusion: the convex combination of *calibrated* scores (the cosine as is, BM25
+#: over the query's BM25 ceiling), alpha 0.45, each branch's scores filled in for the
+#: chunks only the other branch listed (``fill="both"``: every fused chunk is scored by
+#: both branches). Normalisation and alpha were chosen on SciFact's train queries
+#: (benchmarks/README.md, "Fusion defaults"); the fill across five judged collections
+#: (benchmarks/README.md, "Cross-collection fusion": protocol, every candidate on every
+#: collection, and the numbers).
 DEFAULT_FUSION: Fusion = "convex"
 DEFAULT_ALPHA = 0.45
 DEFAULT_NORMALIZATION = "calibrated"
-DEFAULT_FILL = "lexical"
+DEFAULT_FILL = "both"
 DEFAULT_ADAPTIVE = False
 #: How the convex fusion normalises each branch's scores (``search.fusion``).
 NORMALIZATIONS: tuple[str, ...] = ("calibrated", "minmax", "zscore", "dbsf")
@@ -89,11 +90,13 @@ class SearchOptions:
     ``normalization`` is ``"calibrated"`` (the default: the cosine as is, BM25 over the
     query's BM25 ceiling), ``"minmax"``, ``"zscore"`` or ``"dbsf"``
     (:mod:`remy_retriever.search.fusion`); ``fill`` scores the chunks only one branch
-    listed in the other branch too (``"lexical"``, the default: their BM25; ``"semantic"``:
-    their cosine; ``"both"``; ``"none"``: they get the branch's lowest score);
+    listed in the other branch too (``"lexical"``: their BM25; ``"semantic"``: their
+    cosine; ``"both"``, the default; ``"none"``: they get the branch's lowest score);
     ``adaptive=True`` shifts ``alpha`` per query towards the branch whose top hit stands
-    out. ``fusion="rrf"`` scores ``sum_b weights[b] / (rrf_k + rank_b)``, the SearchHit
-    spec's RRF sum. Defaults were chosen on SciFact's train queries (benchmarks/README.md);
+    out; ``adaptive="signals"`` sets it per query from label-free signals of the query
+    and both lists (:func:`remy_retriever.search.fusion.signal_alpha`; ``explain`` shows
+    the weight and why). ``fusion="rrf"`` scores ``sum_b weights[b] / (rrf_k + rank_b)``,
+    the SearchHit spec's RRF sum. How the defaults were chosen: benchmarks/README.md;
     ``Retriever.tune`` fits these options on a collection's own judged queries. ``where``
     is a Chroma-style metadata filter, applied inside every branch.
 
@@ -116,7 +119,7 @@ class SearchOptions:
     alpha: float = DEFAULT_ALPHA
     normalization: str = DEFAULT_NORMALIZATION
     fill: str = DEFAULT_FILL
-    adaptive: bool = DEFAULT_ADAPTIVE
+    adaptive: bool | Literal["signals"] = DEFAULT_ADAPTIVE
     rerank: bool | str | Reranker | None = None
     rerank_depth: int = 30
     min_score: float | None = None
@@ -162,8 +165,8 @@ class SearchOptions:
             names = ", ".join(repr(n) for n in FILLS)
             msg = f"unknown fill {short_repr(self.fill)}; use one of {names}"
             raise InvalidInputError(msg)
-        if not isinstance(self.adaptive, bool):
-            msg = f"adaptive must be True or False, got {short_repr(self.adaptive)}"
+        if not isinstance(self.adaptive, bool) and self.adaptive != "signals":
+            msg = f"adaptive must be True, False or 'signals', got {short_repr(self.adaptive)}"
             raise InvalidInputError(msg)
         weights = _check_weights(self.weights)
         tree = require_utf8(parse_where(self.where))

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from ..schema.filters import Filter, matches, to_chroma
-from ..schema.hits import BranchExplain, Match, SearchExplain, SearchHit
+from ..schema.hits import BranchExplain, FusionWeights, Match, SearchExplain, SearchHit
 from ..schema.options import SearchOptions
 from ..schema.records import DOCUMENT_ID_KEY, Record, chunk_id, parse_chunk_id
 from ..stores.dense import DenseStore
@@ -43,11 +43,14 @@ def explain_hit(
     positions: Positions,
     convex: tuple[Mapping[str, float], Mapping[str, Mapping[str, float]]] | None,
     text: str,
+    *,
+    adapted: FusionWeights | None = None,
 ) -> SearchExplain:
     """Per branch that listed the chunk: rank, raw score and its share of the fused score
     (RRF: ``w / (k + rank)``; convex: ``weight * normalised score``, from ``convex``, the
     ``(weights, normalised scores)`` the fusion used; with min-max scaling a branch's
-    lowest-scoring candidate contributes 0 though that branch found it)."""
+    lowest-scoring candidate contributes 0 though that branch found it). ``adapted``: the
+    weights a query-adaptive fusion chose, reported as ``fusion_weights``."""
     found: dict[str, BranchExplain] = {}
     for name, table in positions.items():
         if cid in table:
@@ -65,6 +68,7 @@ def explain_hit(
         fused_score=score if options.mode == "hybrid" else None,
         matched_terms=tuple(word for word, _ in pairs),
         matched_stems=tuple(stem for _, stem in pairs),
+        fusion_weights=adapted,
     )
 
 

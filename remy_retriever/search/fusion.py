@@ -13,6 +13,10 @@ broken by the best rank the id reached in any list, then by id.
   for min-max).
 - :func:`peak_alpha`: a query-adaptive semantic weight, from how peaked each branch's
   scores are.
+- :func:`query_signals` and :func:`signal_alpha`: a query-adaptive semantic weight from
+  label-free signals of the query and both lists (peakedness, top-k agreement, how much
+  of the query's BM25 ceiling the best lexical chunk reached, the rarity of the query's
+  terms), with the reasons ``explain`` reports.
 """
 
 from __future__ import annotations
@@ -24,7 +28,10 @@ from dataclasses import dataclass
 
 __all__ = [
     "NORMALIZATIONS",
+    "SIGNAL_WEIGHTS",
     "Convex",
+    "QuerySignals",
+    "QueryWeights",
     "combine",
     "convex",
     "fuse",
@@ -32,7 +39,9 @@ __all__ = [
     "normalize_scores",
     "peak_alpha",
     "peakedness",
+    "query_signals",
     "rrf",
+    "signal_alpha",
 ]
 
 Ranked = Sequence[tuple[str, float]]
@@ -53,6 +62,8 @@ class Convex:
 
     norms: Mapping[str, Mapping[str, float]]
     weights: Mapping[str, float]
+    #: How a query-adaptive fusion set the weights (``None``: fixed ``alpha``).
+    adapted: QueryWeights | None = None
 
 
 def rrf(
@@ -185,25 +196,148 @@ def peak_alpha(alpha: float, semantic: Ranked, lexical: Ranked) -> float:
     return alpha * p_sem / total if total > 0 else alpha
 
 
+#: How many top ids of each list :func:`query_signals` compares for ``agreement``.
+AGREEMENT_DEPTH = 10
+#: A query term counts as rare when its BM25 idf is at least this: it occurs in about 1%
+#: of the chunks or fewer (``ln(1 + 99)``).
+RARE_IDF = math.log(100.0)
+#: :func:`signal_alpha`'s pull of each signal on the semantic weight's log-odds.
+SIGNAL_WEIGHTS: Mapping[str, float] = {"peak": 0.5, "coverage": -1.0, "rarity": -1.0}
+#: The semantic branch's best cosine that :attr:`QuerySignals.cosine` counts as neutral.
+COSINE_CENTRE = 0.65
+_LIMIT = 0.95  # the adapted semantic weight stays in [1 - _LIMIT, _LIMIT]
+
+
+@dataclass(frozen=True)
+class QuerySignals:
+    """Label-free signals of one query's two lists, each centred so 0 is neutral.
+
+    ``peak``: ``ln(p_sem / p_lex)`` of the lists' :func:`peakedness`, clipped to
+    [-2, 2]; ``agreement``: the share of the top :data:`AGREEMENT_DEPTH` ids both
+    branches list, in [0, 1]; ``coverage``: the best lexical score over the query's BM25
+    ceiling, minus 0.5 (near +0.5: the best chunk holds most of the query's terms);
+    ``rarity``: the share of the query's terms that are rare (:data:`RARE_IDF`), minus
+    0.5 (0 when no idf is given); ``cosine``: the semantic branch's best score minus ``centre``
+    (:data:`COSINE_CENTRE`; how close the best chunk's meaning came);
+    ``terms``: how many distinct analysed terms the query has."""
+
+    peak: float
+    agreement: float
+    coverage: float
+    rarity: float
+    cosine: float
+    terms: int
+
+
+@dataclass(frozen=True)
+class QueryWeights:
+    """The semantic weight a query-adaptive fusion chose: ``alpha`` (from ``base``),
+    the ``signals`` it read and, per signal, its ``pulls`` on the log-odds (positive:
+    towards the semantic branch), already damped by the branches' agreement."""
+
+    alpha: float
+    base: float
+    signals: QuerySignals | None
+    pulls: Mapping[str, float]
+    reason: str
+
+
+def query_signals(
+    semantic: Ranked,
+    lexical: Ranked,
+    *,
+    idf: Mapping[str, float],
+    ceiling: float,
+    centre: float = COSINE_CENTRE,
+) -> QuerySignals:
+    """The :class:`QuerySignals` of one query: its two lists (best first), the idf of
+    its analysed terms (as the lexical index counts them) and its BM25 ceiling."""
+    p_sem, p_lex = peakedness(semantic), peakedness(lexical)
+    peak = 0.0
+    if p_sem > 0 and p_lex > 0:
+        peak = min(2.0, max(-2.0, math.log(p_sem / p_lex)))
+    top_sem = {d for d, _ in semantic[:AGREEMENT_DEPTH]}
+    top_lex = {d for d, _ in lexical[:AGREEMENT_DEPTH]}
+    depth = min(AGREEMENT_DEPTH, len(semantic), len(lexical))
+    agreement = len(top_sem & top_lex) / depth if depth else 0.0
+    best = lexical[0][1] if lexical else 0.0
+    coverage = min(1.0, max(0.0, best / ceiling)) if ceiling > 0 and math.isfinite(best) else 0.0
+    rare = sum(1 for v in idf.values() if v >= RARE_IDF)
+    rarity = rare / len(idf) - 0.5 if idf else 0.0  # no idf known: neutral
+    top = semantic[0][1] if semantic and math.isfinite(semantic[0][1]) else centre
+    return QuerySignals(peak, agreement, coverage - 0.5, rarity, top - centre, len(idf))
+
+
+def signal_alpha(
+    alpha: float,
+    semantic: Ranked,
+    lexical: Ranked,
+    *,
+    idf: Mapping[str, float],
+    ceiling: float,
+    weights: Mapping[str, float] = SIGNAL_WEIGHTS,
+    centre: float = COSINE_CENTRE,
+    damped: bool = True,
+) -> QueryWeights:
+    """A query's semantic weight from its :class:`QuerySignals`:
+    ``sigmoid(logit(alpha) + (1 - agreement) * sum_s weights[s] * signal_s)``, kept in
+    [0.05, 0.95]. Branches that agree on their top hits leave ``alpha`` nearly as is;
+    the more they disagree, the more the signals decide which one to trust. An empty
+    lexical list (no query term in the index) gives the semantic branch all the weight;
+    ``alpha`` of 0 or 1 is kept (one branch only)."""
+    if not 0.0 < alpha < 1.0:
+        return QueryWeights(alpha, alpha, None, {}, "alpha fixed at a single branch")
+    if not lexical:
+        return QueryWeights(1.0, alpha, None, {}, "the lexical branch matched no chunk")
+    if not semantic:
+        return QueryWeights(0.0, alpha, None, {}, "the semantic branch returned no chunk")
+    signals = query_signals(semantic, lexical, idf=idf, ceiling=ceiling, centre=centre)
+    damp = 1.0 - signals.agreement if damped else 1.0
+    pulls = {
+        name: damp * float(weight) * float(getattr(signals, name))
+        for name, weight in weights.items()
+        if weight
+    }
+    z = math.log(alpha / (1.0 - alpha)) + sum(pulls.values())
+    adapted = min(_LIMIT, max(1.0 - _LIMIT, 1.0 / (1.0 + math.exp(-z))))
+    named = sorted(pulls.items(), key=lambda kv: -abs(kv[1]))
+    told = ", ".join(f"{n} {v:+.2f}" for n, v in named if abs(v) >= 0.005) or "none"
+    reason = (
+        f"top-{AGREEMENT_DEPTH} agreement {signals.agreement:.2f}; pulls on the log-odds "
+        f"(+ semantic, - lexical): {told}"
+    )
+    return QueryWeights(adapted, alpha, signals, pulls, reason)
+
+
 def fuse(
     branches: Mapping[str, Ranked],
     *,
     fusion: str,
     alpha: float,
     normalization: str = "minmax",
-    adaptive: bool = False,
+    adaptive: bool | str = False,
     rrf_k: float = 60.0,
     rrf_weights: Mapping[str, float] | None = None,
     extra: Mapping[str, Mapping[str, float]] | None = None,
     scales: Mapping[str, float] | None = None,
+    idf: Mapping[str, float] | None = None,
 ) -> tuple[list[tuple[str, float]], Convex | None]:
     """Fuse a hybrid search's ``semantic`` and ``lexical`` lists as the search options
     say: RRF, or the convex combination (query-adaptive ``alpha`` with ``adaptive``;
     ``extra``: the filled-in scores; ``scales``: each branch's ``calibrated`` divisor,
-    default 1). Returns the ranking and, for convex, what it combined."""
+    default 1; ``adaptive="signals"``: :func:`signal_alpha`, from the idf of the query's
+    analysed terms ``idf`` and the lexical ``scales`` entry, the BM25 ceiling). Returns
+    the ranking and, for convex, what it combined."""
     if fusion == "rrf":
         return rrf(branches, k=rrf_k, weights=rrf_weights), None
-    if adaptive:
+    adapted = None
+    if adaptive == "signals":
+        ceiling = (scales or {}).get("lexical", 0.0)
+        adapted = signal_alpha(
+            alpha, branches["semantic"], branches["lexical"], idf=idf or {}, ceiling=ceiling
+        )
+        alpha = adapted.alpha
+    elif adaptive:
         alpha = peak_alpha(alpha, branches["semantic"], branches["lexical"])
     weights = {"semantic": alpha, "lexical": 1.0 - alpha}
     extra = extra or {}
@@ -212,4 +346,4 @@ def fuse(
         b: normalize(items, normalization, extra.get(b), scale=scales.get(b, 1.0))
         for b, items in branches.items()
     }
-    return combine(norms, branches, weights), Convex(norms=norms, weights=weights)
+    return combine(norms, branches, weights), Convex(norms=norms, weights=weights, adapted=adapted)

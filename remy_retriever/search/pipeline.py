@@ -16,13 +16,13 @@ import numpy as np
 from ..errors import ModelLoadError
 from ..models.rerankers import Reranker, resolve_reranker
 from ..schema.filters import matches, to_chroma
-from ..schema.hits import SearchHit
+from ..schema.hits import FusionWeights, SearchHit
 from ..schema.options import SearchOptions
 from ..schema.records import to_hit
 from ..stores.sync import StoreSync
 from ..text.analysis import analyze_query, sanitize
 from . import fusion
-from .calibration import ScoredHit, calibrate, query_ceiling
+from .calibration import ScoredHit, bm25_ceiling, calibrate, query_ceiling, query_term_counts
 from .enrich import distinctive_terms, explain_hit, highlight, with_neighbors
 from .fusion import Convex
 from .query_cache import QUERY_VECTORS
@@ -59,9 +59,13 @@ class SearchPipeline:
         extra = {}
         if options.fill != "none" and options.fusion == "convex":
             extra = self.fill(query, vector, branches, options)
-        scales = None
-        if options.normalization == "calibrated" and options.fusion == "convex":
-            scales = {"lexical": self.ceiling(query, options)}
+        scales = idf = None
+        signals = options.adaptive == "signals"
+        if options.fusion == "convex" and (options.normalization == "calibrated" or signals):
+            # One idf lookup gives the BM25 ceiling and the signals' term rarity.
+            counts = query_term_counts(query)
+            idf = self.sync.lexical.idf(list(counts), options.filter)
+            scales = {"lexical": bm25_ceiling(counts, idf)}
         ranked, detail = fusion.fuse(
             branches,
             fusion=options.fusion,
@@ -72,6 +76,7 @@ class SearchPipeline:
             rrf_weights=options.branch_weights,
             extra=extra,
             scales=scales,
+            idf=idf,
         )
         return ranked, branches, detail
 
@@ -163,6 +168,10 @@ class SearchPipeline:
             for name, items in branches.items()
         }
         parts = None if detail is None else (detail.weights, detail.norms)
+        adapted = None
+        if detail is not None and detail.adapted is not None:
+            got = detail.adapted
+            adapted = FusionWeights(dict(detail.weights), got.base, dict(got.pulls), got.reason)
         out: list[SearchHit] = []
         start = 0
         while len(out) < limit and start < len(ranked):
@@ -175,7 +184,9 @@ class SearchPipeline:
                     continue
                 info = None
                 if options.explain:
-                    info = explain_hit(options, query, cid, score, positions, parts, record[1])
+                    info = explain_hit(
+                        options, query, cid, score, positions, parts, record[1], adapted=adapted
+                    )
                 out.append(to_hit(record, score, info))
                 if len(out) == limit:
                     break

@@ -166,3 +166,16 @@ def test_highlight_surface_forms(retriever: Retriever) -> None:
     assert {m.token for m in intl.matches} == {"brûlée", "INSTALLATION"}
     for m in intl.matches:
         assert intl.text[m.start : m.end] == m.token
+
+
+def test_explain_shows_the_signal_adaptive_weights_and_why(retriever: Retriever) -> None:
+    hits = retriever.search("installed agent", k=5, explain=True, adaptive="signals")
+    assert hits
+    for hit in hits:
+        assert hit.explain is not None and hit.explain.fusion_weights is not None
+        chosen = hit.explain.fusion_weights
+        assert chosen.weights["semantic"] + chosen.weights["lexical"] == pytest.approx(1.0)
+        assert chosen.alpha == pytest.approx(0.45) and "agreement" in chosen.reason
+        assert hit.explain.to_dict()["fusionWeights"]["reason"] == chosen.reason
+    fixed = retriever.search("installed agent", k=5, explain=True)
+    assert all(h.explain is not None and h.explain.fusion_weights is None for h in fixed)

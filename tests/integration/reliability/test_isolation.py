@@ -185,7 +185,7 @@ def test_tenant_filter_never_leaks(
                 _check(r, hits, tenant, owners)
             compound = {"$and": [{"tenant": tenant}, {"tier": {"$in": [0, 1, 2]}}]}
             _check(r, r.search(query, mode=mode, k=6, where=compound, expand=1), tenant, owners)
-            # The default fills in the lexical scores; "both" adds the dense fill-in read.
+            # The default fills in both branches' scores; "lexical" skips the dense fill-in read.
             for fill in ("lexical", "both", "none"):
                 ranked = r.rank(query, mode=mode, where={"tenant": tenant}, fill=fill)
                 assert all(owners[cid.rsplit("#", 1)[0]] == tenant for cid, _ in ranked)
