@@ -45,7 +45,7 @@ from .retriever import (
     StoredDocument,
 )
 from .schema.document import Document
-from .schema.hits import BranchExplain, Citation, Match, SearchExplain, SearchHit
+from .schema.hits import BranchExplain, Citation, FusionWeights, Match, SearchExplain, SearchHit
 from .schema.options import SearchOptions
 from .search.calibration import ScoredHit
 from .search.tuning import SyntheticReport, TuneReport
@@ -64,6 +64,7 @@ __all__ = [
     "DocumentSearchResponse",
     "Embedder",
     "FileIssue",
+    "FusionWeights",
     "IndexLockedError",
     "IngestReport",
     "InvalidDocumentError",

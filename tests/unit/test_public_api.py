@@ -25,6 +25,7 @@ EXPECTED = {
     "InvalidQueryError",
     "InvalidResponseError",
     "LexicalIndexCorruptError",
+    "FusionWeights",
     "Match",
     "Memory",
     "MemoryNotFoundError",

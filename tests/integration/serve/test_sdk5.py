@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from remy_serve_support import ALICE, BOB, RemyServer
+from remy_serve_support import ADMIN, ALICE, BOB, RemyServer
 
 pytestmark = pytest.mark.slow
 
@@ -65,3 +65,28 @@ def test_the_sdk5_clients_add_search_list_forget_and_stay_in_their_namespace(
     )
     assert done.returncode == 0, done.stdout + done.stderr + server.log()
     assert done.stdout.strip().endswith("ok")
+
+
+def test_the_readme_sdk5_example_runs_as_written(tmp_path: Path) -> None:
+    """The README's SDK 5 example, run with SDK 5 on a fresh server (only its address
+    and key are this test's): it prints the memory its filtered search finds."""
+    assert SDK5_PYTHON.exists(), f"{SDK5_PYTHON} is missing: run `make venv` (it builds .venv-sdk5)"
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Self-hosted supermemory-compatible server", 1)[1]
+    section = section.split("With SDK 5:", 1)[1]
+    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    assert "http://127.0.0.1:8000" in code
+    running = RemyServer(tmp_path / "db", []).start()
+    try:
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+        done = subprocess.run(
+            [str(SDK5_PYTHON), "-c", code.replace("http://127.0.0.1:8000", running.url)],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env={**env, "REMY_KEY": ADMIN},
+        )
+    finally:
+        running.stop()
+    assert done.returncode == 0, done.stdout + done.stderr + running.log()
+    assert done.stdout.strip().splitlines() == ["Alice prefers tea"]
