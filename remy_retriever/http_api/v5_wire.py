@@ -17,6 +17,8 @@ __all__ = [
     "IGNORED",
     "AddBody",
     "BatchBody",
+    "BucketsDeleteBody",
+    "BucketsSetBody",
     "DeleteDocumentsBody",
     "DocumentInput",
     "ForgetBody",
@@ -136,6 +138,18 @@ class ListBody(_Body):
 
 class MemoryCountsBody(_Body):
     ids: list[str] = Field(min_length=1, max_length=100)
+
+
+class BucketsSetBody(_Body):
+    buckets: dict[str, str] = Field(
+        max_length=50,
+        description="Bucket names mapped to descriptions (stored, not used "
+        "to classify: a memory joins a bucket through its metadata 'bucket').",
+    )
+
+
+class BucketsDeleteBody(_Body):
+    buckets: list[str] = Field(max_length=50)
 
 
 class ForgetBody(_Body):
