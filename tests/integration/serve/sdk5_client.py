@@ -126,6 +126,14 @@ def run_sync() -> None:
         raw.search(ns, query="what does Alice drink", search_mode="memories").http_response,
     )
     assert "black tea" in (top.results[0].memory or ""), top.results
+    listed_filter = {"field": "tags", "operator": "arrayContains", "value": "red"}
+    try:
+        client.search(ns, query="Alice", filter=listed_filter)
+        msg = "arrayContains was not refused"
+        raise AssertionError(msg)
+    except ApiError as exc:
+        assert exc.status_code == 400, exc
+        assert "store each item as its own key" in str(exc.body), exc.body
     none = strict(
         t.SearchResponse, raw.search(ns, query="zebra quantum", threshold=1.0).http_response
     )
