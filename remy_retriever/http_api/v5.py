@@ -12,12 +12,15 @@ customId). ``group`` values are stored with the metadata. ``filter`` (a
 ``documents``/``hybrid`` (hybrid without duplicates); ``threshold`` is on the calibrated
 0-1 relevance; ``rerank`` ``order`` uses the configured cross-encoder, ``aggregate``
 merges the chunks of one document. The profile is
-:func:`remy_retriever.memory.listing.profile`. Connectors, organization, feedback and
-stored bucket definitions answer a JSON 501 naming what is not supported.
+:func:`remy_retriever.memory.listing.profile`, over the buckets of
+:func:`remy_retriever.memory.buckets.profile_buckets`. Memory counts, the update of a
+file document and bucket definitions are in :mod:`.v5_more`. Connectors, organization
+and feedback answer a JSON 501 naming what is not supported.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -25,13 +28,14 @@ import time
 from enum import Enum
 from typing import Annotated, Any
 
-from fastapi import Depends, FastAPI, File, Form, Query, Request, UploadFile
+from fastapi import FastAPI, File, Form, Query, UploadFile
 from fastapi.responses import JSONResponse
 
 from ..errors import DocumentNotFoundError, InvalidInputError
 from ..loaders import MissingExtraError, ParseLimits, ParserPool, load_bytes, loader_for
-from ..memory import Memory, public_metadata, wire_document_id
-from ..memory.listing import container_memories, document_chunks, profile
+from ..memory import CUSTOM_ID_KEY, Memory, public_metadata, wire_document_id
+from ..memory.buckets import profile_buckets
+from ..memory.listing import container_memories, document_chunks, live_memory_count, profile
 from ..memory.listing import forget_matching as forget_by_query
 from ..retriever import StoredChunk, StoredDocument
 from ..schema.document import CONTAINER_TAG_KEY
@@ -39,8 +43,9 @@ from ..schema.filters import and_where, scope_where
 from ..supermemory.expressions import where_from_expression
 from ..util.reprs import short_repr
 from . import v5_wire as w
-from .auth import KeyRing, NotFoundError, Principal, check_tag
+from .auth import NotFoundError
 from .service import Service
+from .v5_more import Caller, install_v5_more, namespace_in
 
 __all__ = ["install_v5"]
 
@@ -50,18 +55,6 @@ _UNSUPPORTED = {
     "organization": "organization settings (remy has no organizations)",
     "feedback": "feedback (remy learns nothing from feedback)",
 }
-
-
-def _caller(request: Request) -> Principal:
-    keys: KeyRing = request.app.state.keys
-    return keys.principal(request.headers.get("authorization"))
-
-
-Caller = Annotated[Principal, Depends(_caller)]
-
-
-def _ns(caller: Principal, namespace: str) -> str:
-    return caller.require(check_tag(namespace, "namespace"))
 
 
 def _not_supported(what: str) -> JSONResponse:
@@ -104,14 +97,14 @@ def install_v5(
 
     @app.post("/ns/{namespace}/document", response_model=w.DocumentRef, tags=tags)
     def add(namespace: str, body: w.AddBody, caller: Caller) -> Json:
-        ns = _ns(caller, namespace)
+        ns = namespace_in(caller, namespace)
         document = prepare(ns, body)
         doc_id = docs.add(document, scope=[ns])
         return w.DocumentRef(id=wire_document_id(doc_id, document.metadata)).wire()
 
     @app.post("/ns/{namespace}/document/batch", response_model=w.BatchAddResult, tags=tags)
     def batch_add(namespace: str, body: w.BatchBody, caller: Caller) -> Json:
-        ns = _ns(caller, namespace)
+        ns = namespace_in(caller, namespace)
         results: list[w.BatchItemResult | None] = []
         prepared = {}
         for i, item in enumerate(body.documents):
@@ -132,7 +125,13 @@ def install_v5(
         failed = sum(r.status == "error" for r in done)
         return w.BatchAddResult(results=done, count=len(done) - failed, failed=failed).wire()
 
-    def upload(ns: str, file: UploadFile, custom_id: str | None, metadata: str | None) -> Json:
+    def upload(
+        ns: str,
+        file: UploadFile,
+        custom_id: str | None,
+        metadata: str | None,
+        keep: StoredDocument | None = None,
+    ) -> Json:
         name = os.path.basename(file.filename or "") or "upload.txt"
         if loader_for(name) is None:
             msg = f"cannot read {short_repr(name)}: upload a .pdf, .html, .docx, .md or .txt file"
@@ -142,6 +141,8 @@ def install_v5(
         except MissingExtraError as exc:
             raise InvalidInputError(str(exc)) from None
         meta = _json_object(metadata)
+        if keep is not None and meta is None:
+            meta = public_metadata(keep.document.metadata)
         document = docs.prepare(
             content=loaded.text,
             tag=ns,
@@ -151,6 +152,8 @@ def install_v5(
             doc_type=loaded.type,
             pages=loaded.pages,
         )
+        if keep is not None:  # an update: the stored document keeps its id
+            document = dataclasses.replace(document, id=keep.document.id)
         doc_id = docs.add(document, scope=[ns])
         return w.DocumentRef(id=wire_document_id(doc_id, document.metadata)).wire()
 
@@ -170,7 +173,7 @@ def install_v5(
         file_type: Annotated[str | None, Form(alias="fileType", description=w.IGNORED)] = None,
         mime_type: Annotated[str | None, Form(alias="mimeType", description=w.IGNORED)] = None,
     ) -> Json:
-        ns = _ns(caller, namespace)
+        ns = namespace_in(caller, namespace)
         return upload(ns, file, None, _merge_json(metadata, group))
 
     @app.post("/ns/{namespace}/document/file/{doc_id}", response_model=w.DocumentRef, tags=tags)
@@ -182,14 +185,14 @@ def install_v5(
         metadata: Annotated[str | None, Form()] = None,
         group: Annotated[str | None, Form(description="Stored with the metadata.")] = None,
     ) -> Json:
-        ns = _ns(caller, namespace)
+        ns = namespace_in(caller, namespace)
         return upload(ns, file, doc_id, _merge_json(metadata, group))
 
     @app.get("/ns/{namespace}/document/{doc_id}", response_model=w.DocumentOut, tags=tags)
     def get_document(
         namespace: str, doc_id: str, caller: Caller, include: str | None = None
     ) -> Json:
-        ns = _ns(caller, namespace)
+        ns = namespace_in(caller, namespace)
         stored = docs.visible(doc_id, scope=[ns])
         wanted = {p.strip() for p in (include or "").split(",") if p.strip()}
         out = _document(stored, content=True)
@@ -199,14 +202,14 @@ def install_v5(
 
     @app.patch("/ns/{namespace}/document/{doc_id}", response_model=w.DocumentRef, tags=tags)
     def update_document(namespace: str, doc_id: str, body: w.UpdateBody, caller: Caller) -> Json:
-        ns = _ns(caller, namespace)
+        ns = namespace_in(caller, namespace)
         stored = docs.visible(doc_id, scope=[ns]).document
         docs.update(stored.id, scope=[ns], content=body.content)
         return w.DocumentRef(id=wire_document_id(stored.id, stored.metadata)).wire()
 
     @app.delete("/ns/{namespace}/document", response_model=w.DeleteDocumentsResult, tags=tags)
     def delete_documents(namespace: str, body: w.DeleteDocumentsBody, caller: Caller) -> Json:
-        ns = _ns(caller, namespace)
+        ns = namespace_in(caller, namespace)
         doomed, errors = [], []
         for doc_id in body.ids:
             try:
@@ -219,7 +222,7 @@ def install_v5(
 
     @app.post("/ns/{namespace}/search", response_model=w.SearchResponse, tags=tags)
     def search(namespace: str, body: w.SearchBody, caller: Caller) -> Json:
-        ns = _ns(caller, namespace)
+        ns = namespace_in(caller, namespace)
         started = time.perf_counter()
         include = body.include or w.SearchInclude()
         mode = {"chunks": "documents"}.get(body.search_mode, body.search_mode)
@@ -244,9 +247,9 @@ def install_v5(
 
     @app.post("/ns/{namespace}/profile", response_model=w.ProfileResponse, tags=tags)
     def get_profile(namespace: str, body: w.ProfileBody, caller: Caller) -> Json:
-        ns = _ns(caller, namespace)
+        ns = namespace_in(caller, namespace)
         memories = container_memories(service.memories, ns, where=memory_where(ns, body.filter))
-        made = profile(memories, body.buckets)
+        made = profile(memories, profile_buckets(service.memories, ns, body.buckets))
 
         def facts(ms: Any) -> list[w.ProfileFact]:
             return [w.ProfileFact(id=m.id, memory=m.content) for m in ms]
@@ -270,7 +273,7 @@ def install_v5(
         sort: str = "createdAt",
         order: str = "desc",
     ) -> Json:
-        ns = _ns(caller, namespace)
+        ns = namespace_in(caller, namespace)
         body = body or w.ListBody()
         if kind not in ("documents", "memories", "chunks"):
             msg = f"list type {short_repr(kind)} is not one of documents, chunks, memories"
@@ -303,8 +306,7 @@ def install_v5(
             for s in stored[(page - 1) * limit : page * limit]:
                 item = _document(s, content=bool(include.content))
                 if include.memory_count:
-                    live = [m for m in docs.memories_of(s.document.id) if m.latest]
-                    item.system.memory_count = sum(not m.forgotten for m in live)
+                    item.system.memory_count = live_memory_count(docs, s.document.id)
                 docs_out.append(item)
         else:
             ids = service.retriever.document_ids(where_in(ns, body.filter))
@@ -337,13 +339,13 @@ def install_v5(
 
     @app.get("/ns/{namespace}/memories/{memory_id}", response_model=w.MemoryDetails, tags=tags)
     def get_memory(namespace: str, memory_id: str, caller: Caller) -> Json:
-        ns = _ns(caller, namespace)
+        ns = namespace_in(caller, namespace)
         memory = visible_memory(ns, memory_id)
         return w.MemoryDetails(**_memory(memory).model_dump()).wire()
 
     @app.delete("/ns/{namespace}/memories", response_model=w.ForgetResult, tags=tags)
     def forget(namespace: str, body: w.ForgetBody, caller: Caller) -> Json:
-        ns = _ns(caller, namespace)
+        ns = namespace_in(caller, namespace)
         matches, errors = [], []
         with docs.lock:
             for memory_id in body.ids:
@@ -357,7 +359,7 @@ def install_v5(
 
     @app.delete("/ns/{namespace}/memories/semantic", response_model=w.ForgetResult, tags=tags)
     def forget_matching(namespace: str, body: w.ForgetMatchingBody, caller: Caller) -> Json:
-        ns = _ns(caller, namespace)
+        ns = namespace_in(caller, namespace)
         forgotten = forget_by_query(docs, body.query, ns, dry_run=body.dry_run)
         matches = [w.ForgetMatch(id=m.id, memory=m.content) for m in forgotten]
         return w.ForgetResult(count=len(matches), errors=[], matches=matches).wire()
@@ -402,19 +404,19 @@ def install_v5(
 
     @app.get("/ns/{namespace}", response_model=w.NamespaceDetails, tags=tags)
     def get_namespace(namespace: str, caller: Caller) -> Json:
-        found = namespace_of(_ns(caller, namespace))
+        found = namespace_of(namespace_in(caller, namespace))
         return w.NamespaceDetails(namespace=found.namespace, system=found.system).wire()
 
     @app.patch("/ns/{namespace}", response_model=w.NamespaceDetails, tags=tags)
     def update_namespace(namespace: str, body: w.NamespaceUpdateBody, caller: Caller) -> Json:
-        found = namespace_of(_ns(caller, namespace))
+        found = namespace_of(namespace_in(caller, namespace))
         return w.NamespaceDetails(namespace=found.namespace, system=found.system).wire()
 
     @app.delete("/ns/{namespace}", response_model=w.NamespaceDeleted, tags=tags)
     def delete_namespace(
         namespace: str, caller: Caller, move_to: Annotated[str | None, Query(alias="moveTo")] = None
     ) -> Json:
-        ns = _ns(caller, namespace)
+        ns = namespace_in(caller, namespace)
         if move_to is not None:
             msg = "moveTo is not supported by remy; delete the namespace or keep it"
             raise InvalidInputError(msg)
@@ -441,15 +443,12 @@ def install_v5(
             methods=["GET", "POST", "PATCH", "PUT", "DELETE"],
             include_in_schema=False,
         )
-    app.add_api_route(
-        "/ns/{namespace}/profile/buckets",
-        lambda: _not_supported(
-            "stored bucket definitions; a memory joins a profile bucket through its "
-            "metadata 'bucket'"
-        ),
-        methods=["GET", "PUT", "DELETE"],
-        include_in_schema=False,
-    )
+
+    def replace_stored(ns: str, file: UploadFile, stored: StoredDocument, meta: str | None) -> Json:
+        custom = stored.document.metadata.get(CUSTOM_ID_KEY)
+        return upload(ns, file, custom if isinstance(custom, str) else None, meta, keep=stored)
+
+    install_v5_more(app, service, upload=replace_stored, merge_json=_merge_json)
 
 
 _EPOCH = "1970-01-01T00:00:00Z"

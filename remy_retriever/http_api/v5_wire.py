@@ -17,6 +17,8 @@ __all__ = [
     "IGNORED",
     "AddBody",
     "BatchBody",
+    "BucketsDeleteBody",
+    "BucketsSetBody",
     "DeleteDocumentsBody",
     "DocumentInput",
     "ForgetBody",
@@ -34,7 +36,8 @@ _TASK = "Accepted; remy applies its memory rule (a short document is a memory) e
 _FILTER = (
     "A FilterExpression: {operator: and|or, operands: [...]} or a predicate {field, "
     "operator: eq|neq|contains|notContains|gt|gte|lt|lte|arrayContains|arrayNotContains, "
-    "value, caseSensitive}. arrayContains is refused: remy stores scalar metadata only."
+    "value, caseSensitive}. arrayContains and arrayNotContains are refused (400): remy "
+    "stores scalar metadata only; store each item as its own key and filter it with eq."
 )
 
 MetadataValue = Union[StrictStr, StrictBool, StrictInt, StrictFloat, list[StrictStr]]
@@ -136,6 +139,18 @@ class ListBody(_Body):
 
 class MemoryCountsBody(_Body):
     ids: list[str] = Field(min_length=1, max_length=100)
+
+
+class BucketsSetBody(_Body):
+    buckets: dict[str, str] = Field(
+        max_length=50,
+        description="Bucket names mapped to descriptions (stored, not used "
+        "to classify: a memory joins a bucket through its metadata 'bucket').",
+    )
+
+
+class BucketsDeleteBody(_Body):
+    buckets: list[str] = Field(max_length=50)
 
 
 class ForgetBody(_Body):

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..errors import DocumentNotFoundError, InvalidInputError
 from ..retriever import Retriever, StoredChunk, StoredDocument
 from ..schema.filters import and_where, document_where
 from .context import load_memories
@@ -26,10 +27,13 @@ __all__ = [
     "BUCKET_KEY",
     "FORGET_LIMIT",
     "FORGET_THRESHOLD",
+    "MEMORY_COUNTS_LIMIT",
     "Profile",
     "container_memories",
     "document_chunks",
     "forget_matching",
+    "live_memory_count",
+    "memory_counts",
     "profile",
 ]
 
@@ -39,6 +43,32 @@ BUCKET_KEY = "bucket"
 FORGET_THRESHOLD = 0.5
 #: The most memories one forget-by-query forgets.
 FORGET_LIMIT = 100
+#: The most documents one memory count names.
+MEMORY_COUNTS_LIMIT = 100
+
+
+def live_memory_count(linked: LinkedDocuments, doc_id: str) -> int:
+    """How many live memories (latest version, not forgotten) the stored document
+    ``doc_id`` has made."""
+    return sum(m.latest and not m.forgotten for m in linked.memories_of(doc_id))
+
+
+def memory_counts(linked: LinkedDocuments, ids: Sequence[str], tag: str) -> list[tuple[str, int]]:
+    """``(id, live memory count)`` for each of ``ids`` (a caller's ids: stored ids or
+    customIds, at most :data:`MEMORY_COUNTS_LIMIT`) naming a document of container
+    ``tag``, in the order given, each once; an id naming no such document is left out,
+    not counted as zero."""
+    if len(ids) > MEMORY_COUNTS_LIMIT:
+        msg = f"name at most {MEMORY_COUNTS_LIMIT} documents to count, got {len(ids)}"
+        raise InvalidInputError(msg)
+    counts: list[tuple[str, int]] = []
+    for name in dict.fromkeys(ids):
+        try:
+            stored = linked.visible(name, scope=[tag])
+        except (DocumentNotFoundError, InvalidInputError):
+            continue
+        counts.append((name, live_memory_count(linked, stored.document.id)))
+    return counts
 
 
 def forget_matching(

@@ -18,8 +18,9 @@ one translation, with the same value rules, limits and errors:
   ``<``, ``<=``;
 - ``eq`` / ``neq`` with a number -> ``numeric`` ``=`` (negated for ``neq``); with a bool,
   ``metadata`` equality with the bool;
-- ``arrayContains`` / ``arrayNotContains`` -> ``array_contains``, which the tree refuses
-  with its own message (remy stores scalar metadata only).
+- ``arrayContains`` / ``arrayNotContains``: refused, naming the fix (remy stores scalar
+  metadata only, and refuses a list value at write time, so no stored value is a list:
+  store each item as its own key and filter it with ``eq``).
 
 A wrong shape raises :class:`~remy_retriever.errors.InvalidFilterError` naming the part.
 """
@@ -132,11 +133,13 @@ def _predicate(node: Mapping[Any, Any], path: str) -> dict[str, Any]:
         condition.update(value=value, filterType="numeric", numericOperator=_NUMERIC[operator])
         return condition
     if operator in ("arrayContains", "arrayNotContains"):
-        _typed(value, str, "a string", where, operator)
-        condition.update(
-            value=value, filterType="array_contains", negate=operator == "arrayNotContains"
+        msg = (
+            f"{where}: {operator} cannot match in remy, which stores scalar metadata only "
+            "(string, number, bool) and refuses list values when a document is added; store "
+            'each item as its own key (e.g. metadata {"tag_red": true}) and filter with '
+            '{"field": "tag_red", "operator": "eq", "value": true}'
         )
-        return condition
+        raise InvalidFilterError(msg)
     known = ["eq", "neq", "contains", "notContains", *_NUMERIC, "arrayContains", "and", "or"]
     msg = f"{path}.operator {short_repr(operator)} is not one of {known}"
     raise InvalidFilterError(msg)

@@ -54,7 +54,14 @@ def test_contains_and_case_insensitive_equality_resolve_against_stored_values() 
 @pytest.mark.parametrize(
     ("expression", "named"),
     [
-        ({"field": "tags", "operator": "arrayContains", "value": "x"}, "array_contains"),
+        (
+            {"field": "tags", "operator": "arrayContains", "value": "x"},
+            "store each item as its own key",
+        ),
+        (
+            {"field": "tags", "operator": "arrayNotContains", "value": "x"},
+            "arrayNotContains cannot",
+        ),
         ({"field": "n", "operator": "gt", "value": "five"}, "compares with a number"),
         ({"field": "n", "operator": "like", "value": "x"}, "is not one of"),
         ({"operator": "and", "operands": []}, "non-empty list"),

@@ -15,6 +15,7 @@ import httpx
 import pydantic
 from supermemory import AsyncSupermemory, Supermemory
 from supermemory import types as t
+from supermemory.content_management import types as content
 from supermemory.core.api_error import ApiError
 
 URL, ALICE, BOB, PDF = sys.argv[1:5]
@@ -125,6 +126,14 @@ def run_sync() -> None:
         raw.search(ns, query="what does Alice drink", search_mode="memories").http_response,
     )
     assert "black tea" in (top.results[0].memory or ""), top.results
+    listed_filter = {"field": "tags", "operator": "arrayContains", "value": "red"}
+    try:
+        client.search(ns, query="Alice", filter=listed_filter)
+        msg = "arrayContains was not refused"
+        raise AssertionError(msg)
+    except ApiError as exc:
+        assert exc.status_code == 400, exc
+        assert "store each item as its own key" in str(exc.body), exc.body
     none = strict(
         t.SearchResponse, raw.search(ns, query="zebra quantum", threshold=1.0).http_response
     )
@@ -137,6 +146,50 @@ def run_sync() -> None:
     assert (1, 2) in cited, cited  # the two-page PDF is one chunk: pages 1-2
     prof = strict(t.ProfileResponse, raw.profile(ns, buckets=["habits"]).http_response)
     assert "habits" in prof.profile.buckets and prof.profile.static and prof.profile.dynamic, prof
+    profiles = client.profiles.with_raw_response
+    defined = strict(
+        t.ProfileBuckets,
+        profiles.set_buckets(
+            ns, buckets={"habits": "routines", "food": "what Alice eats"}
+        ).http_response,
+    )
+    assert defined.buckets == {"food": "what Alice eats", "habits": "routines"}, defined
+    strict(t.ProfileBuckets, profiles.set_buckets(ns, buckets={"food": "meals"}).http_response)
+    read = strict(t.ProfileBuckets, profiles.get_buckets(ns).http_response)
+    assert read.buckets == {"food": "meals", "habits": "routines"}, read  # merged
+    shown = strict(t.ProfileResponse, raw.profile(ns).http_response)
+    assert sorted(shown.profile.buckets) == ["food", "habits"], shown  # the defined ones
+    left = strict(
+        t.ProfileBuckets, profiles.delete_buckets(ns, buckets=["food", "unknown"]).http_response
+    )
+    assert left.buckets == {"habits": "routines"}, left
+    assert status_of(lambda: profiles.set_buckets(ns, buckets={"bad/name": "x"})) == 400
+    counted = strict(
+        content.PostNsByNamespaceListDocumentsMemoryCountsResponse,
+        client.content_management.with_raw_response.post_ns_by_namespace_list_documents_memory_counts(
+            ns, ids=[f"tea-{SUFFIX}", "missing", up.id]
+        ).http_response,
+    )
+    assert [(c.id, c.memory_count) for c in counted.counts] == [
+        (f"tea-{SUFFIX}", 1),
+        (up.id, 1),
+    ], counted  # one live memory each (tea: version 2 only); the missing id is left out
+    relabeled = strict(
+        t.DocumentRef,
+        client.documents.with_raw_response.update_file(
+            ns, up.id, metadata='{"edition": "second"}'
+        ).http_response,
+    )
+    assert relabeled.id == up.id, relabeled
+    refiled = strict(
+        t.DocumentRef,
+        client.documents.with_raw_response.update_file(
+            ns, up.id, file=("guide.pdf", pdf, "application/pdf")
+        ).http_response,
+    )
+    assert refiled.id == up.id, refiled
+    again = strict(t.Document, client.documents.with_raw_response.get(ns, up.id).http_response)
+    assert again.metadata == {"edition": "second"} and "page two" in (again.content or ""), again
     chunks = strict(t.ListResponse, raw.list(ns, "chunks", limit=100).http_response).chunks
     assert any(c.metadata.get("page") == 1 and c.document_id == up.id for c in chunks), chunks
     for kind in ("documents", "chunks", "memories"):
@@ -181,6 +234,17 @@ def run_sync() -> None:
             lambda: Supermemory(base_url=URL, api_key="x" * 20, max_retries=0).search(ns, query="x")
         )
         == 401
+    )
+    assert status_of(lambda: bob.profiles.get_buckets(ns)) == 403
+    assert status_of(lambda: bob.profiles.set_buckets(ns, buckets={"x": "y"})) == 403
+    assert status_of(lambda: bob.documents.update_file(ns, up.id, metadata="{}")) == 403
+    assert (
+        status_of(
+            lambda: bob.content_management.post_ns_by_namespace_list_documents_memory_counts(
+                ns, ids=[f"tea-{SUFFIX}"]
+            )
+        )
+        == 403
     )
     assert status_of(lambda: client.connectors.list(ns)) == 501
     cleared = strict(

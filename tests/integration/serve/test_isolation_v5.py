@@ -35,6 +35,12 @@ def world(server: RemyServer) -> dict[str, Any]:
     ):
         reply = httpx.post(f"{server.url}/ns/{ns}/document", json=body, headers=admin, timeout=60)
         assert reply.status_code == 200, reply.text
+    defined = httpx.put(
+        server.url + "/ns/bob/profile/buckets",
+        json={"buckets": {"vault": "where Bob's vault XK8812Q is"}},
+        headers=admin,
+    )
+    assert defined.status_code == 200, defined.text
     doc = httpx.get(
         server.url + "/ns/bob/document/bob-secret?include=memories", headers=admin
     ).json()
@@ -44,7 +50,8 @@ def world(server: RemyServer) -> dict[str, Any]:
 
 
 def bob_state(server: RemyServer) -> list[Any]:
-    """Everything Bob's key can see in his namespace: documents in full, memories."""
+    """Everything Bob's key can see in his namespace: documents in full, memories,
+    profile bucket definitions."""
     headers = {"Authorization": f"Bearer {BOB}"}
     out: list[Any] = []
     for kind in ("documents", "memories"):
@@ -55,6 +62,7 @@ def bob_state(server: RemyServer) -> list[Any]:
             timeout=60,
         ).json()
         out.append(listed[kind])
+    out.append(httpx.get(f"{server.url}/ns/bob/profile/buckets", headers=headers).json())
     return out
 
 
@@ -75,7 +83,7 @@ FILTERS = st.sampled_from(
 @st.composite
 def requests(draw: st.DrawFn) -> tuple[str, str, dict[str, Any]]:
     """(method, path, request kwargs) aimed at Bob's data with Alice's key."""
-    kind = draw(st.integers(0, 13))
+    kind = draw(st.integers(0, 17))
     ns, doc_id, q, flt = draw(NAMESPACES), draw(IDS), draw(QUERIES), draw(FILTERS)
     base = f"/ns/{ns}"
     if kind == 0:
@@ -116,6 +124,18 @@ def requests(draw: st.DrawFn) -> tuple[str, str, dict[str, Any]]:
         return "DELETE", base + "/memories/semantic", {"json": {"query": q, "dryRun": False}}
     if kind == 12:
         return draw(st.sampled_from(["GET", "DELETE", "PATCH"])), base, {"json": {}}
+    if kind == 13:
+        return "POST", base + "/list/documents/memory-counts", {"json": {"ids": [doc_id]}}
+    if kind == 14:
+        files = {"file": ("f.txt", b"Alice replaced the code list", "text/plain")}
+        data = {"metadata": '{"owner": "alice"}'}
+        chosen = draw(st.sampled_from([{"files": files}, {"data": data, "files": {}}]))
+        return "PATCH", f"{base}/document/file/{doc_id}", chosen
+    if kind == 15:
+        return "PUT", base + "/profile/buckets", {"json": {"buckets": {"vault": "mine now"}}}
+    if kind == 16:
+        method = draw(st.sampled_from(["GET", "DELETE"]))
+        return method, base + "/profile/buckets", {"json": {"buckets": ["vault"]}}
     return "GET", "/ns", {}
 
 
@@ -156,6 +176,11 @@ V5_ROUTES = [
     ("POST", "/ns/bob/search", {"json": {"query": "secret"}}),
     ("POST", "/ns/bob/profile", {"json": {}}),
     ("POST", "/ns/bob/list/documents", {"json": {}}),
+    ("POST", "/ns/bob/list/documents/memory-counts", {"json": {"ids": ["bob-secret"]}}),
+    ("PATCH", "/ns/bob/document/file/bob-secret", {"data": {"metadata": "{}"}, "files": {}}),
+    ("GET", "/ns/bob/profile/buckets", {}),
+    ("PUT", "/ns/bob/profile/buckets", {"json": {"buckets": {"x": "y"}}}),
+    ("DELETE", "/ns/bob/profile/buckets", {"json": {"buckets": ["vault"]}}),
     ("GET", "/ns/bob/memories/x", {}),
     ("DELETE", "/ns/bob/memories", {"json": {"ids": ["x"]}}),
     ("DELETE", "/ns/bob/memories/semantic", {"json": {"query": "x", "dryRun": True}}),
