@@ -70,6 +70,12 @@ SIGNALS: dict[str, dict[str, float]] = {
     "mix": {"peak": 0.5, "coverage": -1.0, "rarity": -1.0},
     "mix2": {"peak": 1.0, "coverage": -2.0, "rarity": -2.0},
 }
+#: Issue #28's per-query search: one signal of :class:`fusion.QuerySignals` at a time, a
+#: grid of weights on the log-odds, damped by agreement or not, near the default alpha,
+#: fill=both. The protocol's choice on four collections is then this family's fit.
+GRID_SIGNALS = ("peak", "agreement", "coverage", "rarity", "cosine")
+GRID_WEIGHTS = (-4.0, -2.0, -1.0, 1.0, 2.0, 4.0)
+GRID_ALPHAS = (0.4, 0.45, 0.5)
 
 Query = Mapping[str, Any]
 
@@ -85,13 +91,16 @@ def label(c: Mapping[str, Any]) -> str:
         name += " peak-adaptive"
     if c.get("signals"):
         name += f" signals={c['signals']}"
+    if c.get("signal"):
+        name += f" {c['signal']}*{c['weight']:+g}"
+        name += "" if c["damped"] else " undamped"
     return name
 
 
 def candidates() -> Iterator[dict[str, Any]]:
     """Every candidate: today's default first, then each branch alone, every convex
-    normalisation x fill x alpha (fixed and peak-adaptive), RRF k x semantic weight, and
-    the signal-adaptive convex fusion."""
+    normalisation x fill x alpha (fixed and peak-adaptive), RRF k x semantic weight, the
+    signal-adaptive convex fusion, and the one-signal weight grid (:data:`GRID_SIGNALS`)."""
     yield dict(TODAY)
     yield {"fusion": "semantic"}
     yield {"fusion": "lexical"}
@@ -119,6 +128,19 @@ def candidates() -> Iterator[dict[str, Any]]:
                     "fill": fill,
                     "signals": signals,
                 }
+    for signal in GRID_SIGNALS:
+        for weight in GRID_WEIGHTS:
+            for damped in (True, False):
+                for alpha in GRID_ALPHAS:
+                    yield {
+                        "fusion": "convex",
+                        "alpha": alpha,
+                        "normalization": "calibrated",
+                        "fill": "both",
+                        "signal": signal,
+                        "weight": weight,
+                        "damped": damped,
+                    }
 
 
 def ranker(c: Mapping[str, Any]) -> Callable[[Query], list[tuple[str, float]]]:
@@ -140,6 +162,17 @@ def ranker(c: Mapping[str, Any]) -> Callable[[Query], list[tuple[str, float]]]:
                 idf=q["idf"],
                 ceiling=q["ceiling"],
                 weights=SIGNALS[c["signals"]],
+            ).alpha
+        elif c.get("signal"):
+            b = q["branches"]
+            alpha = fusion.signal_alpha(
+                alpha,
+                b["semantic"],
+                b["lexical"],
+                idf=q["idf"],
+                ceiling=q["ceiling"],
+                weights={c["signal"]: c["weight"]},
+                damped=c["damped"],
             ).alpha
         ranked, _ = fusion.fuse(
             q["branches"],
@@ -242,6 +275,14 @@ def main() -> None:
         bar_folds.append(
             {"held_out": held, "choice": name, "held_out_nDCG@10": table[name][held][0]}
         )
+    grid = [n for n, c in configs.items() if c.get("signal")]
+    grid_folds = []
+    for held in names:
+        on = [c for c in names if c != held]
+        name = max(grid, key=lambda n: statistics.fmean(table[n][c][0] for c in on))
+        grid_folds.append(
+            {"held_out": held, "choice": name, "held_out_nDCG@10": table[name][held][0]}
+        )
     out = {
         "collections": {
             c: {"queries": len(d["queries"]), "chunks": d["chunks"]} for c, d in data.items()
@@ -254,6 +295,7 @@ def main() -> None:
         "choice_on_all_bound_held": final_bound,
         "bar_folds": bar_folds,
         "bars_choice_on_all": choose_by_bars(table, fused, names),
+        "grid_folds": grid_folds,
         "default": label(DEFAULT),
         "configs": configs,
         "rows": {n: {col: list(v) for col, v in row.items()} for n, row in table.items()},
@@ -305,6 +347,22 @@ def render(out: Mapping[str, Any]) -> str:
     lines.append(f"| **mean** | | **{held:.4f}** | {today:.4f} |")
     lines.append("")
     lines.append(f"Chosen on all five by the bars: **{out['bars_choice_on_all']}**.")
+    lines.append("")
+    lines.append(
+        "The one-signal weight grid alone (issue #28's per-query search): the highest mean "
+        "of the family on the other four, scored on the held-out one:"
+    )
+    lines.append("")
+    lines.append("| held out | choice on the other four | held-out nDCG@10 | today's default |")
+    lines.append("|---|---|---|---|")
+    for f, g in zip(out.get("grid_folds", []), out["folds"], strict=False):
+        lines.append(
+            f"| {f['held_out']} | {f['choice']} | {f['held_out_nDCG@10']:.4f} | "
+            f"{g['today_nDCG@10']:.4f} |"
+        )
+    if out.get("grid_folds"):
+        held = statistics.fmean(f["held_out_nDCG@10"] for f in out["grid_folds"])
+        lines.append(f"| **mean** | | **{held:.4f}** | {today:.4f} |")
     lines.append("")
     rows = out["rows"]
     lines.append(f"The library default now: **{out['default']}**; before: {out['today']}.")
