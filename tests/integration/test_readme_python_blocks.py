@@ -1,7 +1,8 @@
 """Every fenced Python block of the README and the integration READMEs runs, offline, on
 a small store: each README's blocks run in order in one fresh subprocess (they build on
 each other, as a reader's session does), in a new temporary directory holding a
-``docs/`` folder of the example corpus and ``examples/``, with ``HF_HUB_OFFLINE=1``.
+``docs/`` folder (the example corpus under other names, as a reader's own files would
+be) and ``examples/``, with ``HF_HUB_OFFLINE=1``.
 
 A block that cannot run offline is marked in the README, right before it, with
 ``<!-- docs-test: skip (reason) -->``; the reason is required and shown to the reader.
@@ -79,7 +80,9 @@ def _blocks(readme: str) -> list[tuple[str, str | None, str]]:
 
 def _run(blocks: list[tuple[str, str]], cwd: Path, **env: str) -> None:
     """Run ``(name, code)`` blocks in order in one fresh interpreter in ``cwd``."""
-    shutil.copytree(REPO / "examples" / "corpus", cwd / "docs")
+    (cwd / "docs").mkdir()
+    for source in sorted((REPO / "examples" / "corpus").iterdir()):  # a reader's own docs:
+        shutil.copy(source, cwd / "docs" / f"our-{source.name}")  # not the example ids
     (cwd / "examples").symlink_to(REPO / "examples")
     paths = [REPO, REPO / "integrations" / "langchain-remy"]
     paths.append(REPO / "integrations" / "llama-index-retrievers-remy")
