@@ -8,7 +8,9 @@ A block that cannot run offline is marked in the README, right before it, with
 ``<!-- docs-test: skip (reason) -->``; the reason is required and shown to the reader.
 A block marked ``<!-- docs-test: serve -->`` talks to ``remy serve``: the test starts a
 real one on a free port of 127.0.0.1 and runs the block against it, with ``REMY_KEY``
-set to one of its keys and the README's ``http://127.0.0.1:8000`` pointed at it.
+set to one of its keys and the README's ``http://127.0.0.1:8000`` pointed at it. A block
+marked ``<!-- docs-test: chroma -->`` runs against the session's real ``chroma run``
+(its ``port=8000`` pointed at that server), after the README's first block.
 What a README's blocks expect but do not define themselves (``md_text``, an ``engine``)
 is set up by :data:`PRELUDES`, named per README."""
 
@@ -21,6 +23,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -108,8 +111,8 @@ def test_every_marker_is_before_a_block_and_every_skip_gives_a_reason(readme: st
     marked = [mark for _, mark, _ in _blocks(readme) if mark is not None]
     assert marked == markers, f"{readme}: a docs-test marker is not right before a block"
     for mark in markers:
-        assert mark == "serve" or re.fullmatch(r"skip \(\S.*\)", mark), (
-            f"{readme}: docs-test marker {mark!r} must read 'serve' or "
+        assert mark in ("serve", "chroma") or re.fullmatch(r"skip \(\S.*\)", mark), (
+            f"{readme}: docs-test marker {mark!r} must read 'serve', 'chroma' or "
             "'skip (<why it cannot run offline>)'"
         )
 
@@ -138,3 +141,17 @@ def test_the_serve_blocks_run_against_a_real_remy_serve(tmp_path: Path) -> None:
     finally:
         server.stop()
     assert not server.tracebacks(), server.log()
+
+
+def test_the_chroma_server_block_runs_against_a_real_chroma_run(
+    tmp_path: Path, chroma_server: Any
+) -> None:
+    readme = "README.md"
+    blocks = _blocks(readme)
+    marked = [(n, code) for n, mark, code in blocks if mark == "chroma"]
+    assert marked, "no README block is marked docs-test: chroma"
+    first = [(blocks[0][0], blocks[0][2])]  # what the marked block builds on (Retriever)
+    port = f"port={chroma_server.port}"
+    pointed = [(n, code.replace("port=8000", port)) for n, code in marked]
+    assert all(port in code for _, code in pointed), "the block no longer names port=8000"
+    _run([(f"prelude of {readme}", PRELUDES[readme]), *first, *pointed], tmp_path)
