@@ -122,7 +122,14 @@ def plan_batch(
             unchanged.append(doc.id)
             continue
         if doc.chunk_spans is not None:  # already split by the caller (a framework)
-            chunks = chunks_from_spans(doc.id, doc.text, doc.chunk_spans, title=doc.title)
+            chunks = chunks_from_spans(
+                doc.id,
+                doc.text,
+                doc.chunk_spans,
+                title=doc.title,
+                offset=doc.text_start,
+                heading_path=doc.heading_path,
+            )
         else:
             chunks = chunk_text(
                 doc.id,
@@ -156,7 +163,7 @@ def plan_batch(
         )
         (batch.added if is_new else batch.updated).append(doc.id)
         for chunk in chunks:
-            page, page_end = doc.page_span(chunk.start, chunk.end)
+            page, page_end = doc.page_span(chunk.start - doc.text_start, chunk.end - doc.text_start)
             meta = chunk_metadata(
                 doc,
                 chunk,

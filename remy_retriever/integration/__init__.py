@@ -19,6 +19,7 @@ from .flatten import FLAT_KEYS, SHADOW_KEY, hit_from_metadata, hit_to_metadata
 from .ids import PAGE_KEYS, Piece, assign_ids, content_digest, page_of, source_id
 from .metadata import MetadataCodec, escape_key, reserved_looking
 from .passages import Passage, document_passages, memory_passages
+from .sections import heading_path_of, piece_place
 from .support import (
     FIELD_OPTIONS,
     build_options,
@@ -47,11 +48,13 @@ __all__ = [
     "content_digest",
     "document_passages",
     "escape_key",
+    "heading_path_of",
     "hit_from_metadata",
     "hit_to_metadata",
     "memory_passages",
     "open_engine",
     "page_of",
+    "piece_place",
     "rerank",
     "reranker_for",
     "rescored_metadata",

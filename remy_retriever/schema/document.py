@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 from bisect import bisect_right
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -74,6 +75,12 @@ class Document:
     with ``title`` as its heading path. Spans may overlap (splitter overlap) but start in
     non-decreasing order, and none may be blank. A span longer than the embedder's input
     is embedded from its start only (the model truncates); BM25 indexes all of it.
+
+    ``text_start`` (with ``chunk_spans``): where ``text`` begins in its source, for a
+    piece of a file stored on its own (what the framework vector stores do); the chunks'
+    citation ``start``/``end`` are then the source's offsets. ``heading_path`` (with
+    ``chunk_spans``): the section the text sits in (a splitter's header metadata), the
+    heading path of every chunk instead of ``title``.
     """
 
     id: str
@@ -86,6 +93,8 @@ class Document:
     metadata: Mapping[str, MetadataValue] = field(default_factory=dict)
     pages: tuple[int, ...] | None = None
     chunk_spans: tuple[tuple[int, int], ...] | None = None
+    text_start: int = 0
+    heading_path: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         validate_document_id(self.id)
@@ -143,6 +152,9 @@ class Document:
             object.__setattr__(
                 self, "chunk_spans", _checked_spans(self.id, self.chunk_spans, self.text)
             )
+        _check_piece_place(self)
+        if self.heading_path is not None:
+            object.__setattr__(self, "heading_path", tuple(self.heading_path))
 
     @property
     def content_hash(self) -> str:
@@ -161,6 +173,11 @@ class Document:
         if self.chunk_spans is not None:  # likewise: chunked documents keep their hash
             spans = ",".join(f"{a}-{b}" for a, b in self.chunk_spans)
             h.update(b"\x1cspans:" + spans.encode("ascii"))
+        if self.text_start:  # likewise for the place of a piece and its section
+            h.update(b"\x1cstart:" + str(self.text_start).encode("ascii"))
+        if self.heading_path is not None:
+            heading = json.dumps(list(self.heading_path), ensure_ascii=False)
+            h.update(b"\x1cheading:" + heading.encode("utf-8", "surrogatepass"))
         return h.hexdigest()
 
     def page_span(self, start: int, end: int) -> tuple[int | None, int | None]:
@@ -241,6 +258,31 @@ def _checked_spans(doc_id: str, spans: object, text: str) -> tuple[tuple[int, in
         msg = f"Document {doc_id!r}: chunk_spans[{index}] = {short_repr(span)} {problem}; {rule}"
         raise InvalidDocumentError(msg)
     return tuple(out)
+
+
+def _check_piece_place(doc: Document) -> None:
+    """``text_start`` and ``heading_path`` as documented, or InvalidDocumentError."""
+    start, heading = doc.text_start, doc.heading_path
+    if not _is_int(start) or start < 0:
+        msg = (
+            f"Document {doc.id!r}: text_start = {short_repr(start)} is not an int >= 0; pass "
+            "the offset where the text begins in its source (0 for a whole file)"
+        )
+        raise InvalidDocumentError(msg)
+    if heading is not None and (
+        not isinstance(heading, (tuple, list)) or not all(isinstance(h, str) for h in heading)
+    ):
+        msg = (
+            f"Document {doc.id!r}: heading_path = {short_repr(heading)} is not a list of str; "
+            "pass the section's headings, outermost first, e.g. ('Guide', 'Install')"
+        )
+        raise InvalidDocumentError(msg)
+    if (start or heading is not None) and doc.chunk_spans is None:
+        msg = (
+            f"Document {doc.id!r}: text_start and heading_path apply to pre-split text only; "
+            "pass chunk_spans too (e.g. ((0, len(text)),) for one chunk) or leave them unset"
+        )
+        raise InvalidDocumentError(msg)
 
 
 def _is_int(value: object) -> bool:

@@ -117,6 +117,8 @@ _CREATED, _UPDATED, _SUMMARY = "remy_created", "remy_updated", "remy_summary"
 _PAGE, _PAGE_END, _PAGES = "remy_page", "remy_page_end", "remy_pages"
 #: A pre-split document's chunk spans (document table), flat: start, end, start, end...
 _SPANS = "remy_chunk_spans"
+#: A pre-split piece's place in its source and its section (document table).
+_TEXT_START, _DOC_HEADING = "remy_text_start", "remy_doc_heading"
 #: Reserved keys that stay flat in chunk records: the ones remy filters on in Chroma.
 _FLAT_KEYS = frozenset({DOCUMENT_ID_KEY, UPDATED_MS_KEY, TEXT_KEY, ROOT_KEY})
 #: The int range metadata can hold (Chroma and tantivy store 64-bit ints).
@@ -184,6 +186,10 @@ class DocumentFields(Protocol):
     def pages(self) -> tuple[int, ...] | None: ...
     @property
     def chunk_spans(self) -> tuple[tuple[int, int], ...] | None: ...
+    @property
+    def text_start(self) -> int: ...
+    @property
+    def heading_path(self) -> tuple[str, ...] | None: ...
 
 
 class ChunkFields(Protocol):
@@ -266,6 +272,10 @@ def document_metadata(
         meta[_PAGES] = list(doc.pages)
     if doc.chunk_spans is not None:
         meta[_SPANS] = [offset for span in doc.chunk_spans for offset in span]
+    if doc.text_start:
+        meta[_TEXT_START] = doc.text_start
+    if doc.heading_path is not None:
+        meta[_DOC_HEADING] = json.dumps(list(doc.heading_path), ensure_ascii=False)
     meta[_DOC_HASH] = doc_hash
     meta[_N_CHUNKS] = n_chunks
     meta[_CREATED] = created
@@ -316,10 +326,19 @@ def chunk_state(cid: str, meta: Mapping[str, Any]) -> ChunkState:
     )
 
 
+def _heading_of(raw: object) -> tuple[str, ...] | None:
+    try:
+        value = json.loads(raw) if isinstance(raw, str) else None
+    except ValueError:
+        return None
+    return tuple(str(h) for h in value) if isinstance(value, list) else None
+
+
 def document_fields(meta: Mapping[str, Any]) -> dict[str, Any]:
     """The :class:`~remy_retriever.Document` fields (other than id and text) and the
     bookkeeping of a document-table record: ``title``, ``url``, ``path``, ``type``,
-    ``summary``, ``metadata`` (the user's), ``pages``, ``chunk_spans``, ``doc_hash``,
+    ``summary``, ``metadata`` (the user's), ``pages``, ``chunk_spans``, ``text_start``,
+    ``heading_path``, ``doc_hash``,
     ``created_at``, ``updated_at`` and ``chunk_count``."""
     pages = meta.get(_PAGES)
     flat = meta.get(_SPANS)
@@ -337,6 +356,8 @@ def document_fields(meta: Mapping[str, Any]) -> dict[str, Any]:
         "metadata": user_metadata(meta),
         "pages": tuple(pages) if isinstance(pages, list) else None,
         "chunk_spans": spans,
+        "text_start": int(meta.get(_TEXT_START, 0)),
+        "heading_path": _heading_of(meta.get(_DOC_HEADING)),
         "doc_hash": meta.get(_DOC_HASH),
         "created_at": str(meta.get(_CREATED, "")),
         "updated_at": str(meta.get(_UPDATED, "")),

@@ -38,7 +38,7 @@ def check_storable(doc: Document) -> None:
     # Document checked types and limits when it was made, but its metadata mapping may
     # have changed since: check again (on a copy without the text, which is cheap; its
     # pages and chunk spans, tuples checked when the Document was made, go with the text).
-    dataclasses.replace(doc, text="", pages=None, chunk_spans=None)
+    dataclasses.replace(doc, text="", pages=None, chunk_spans=None, text_start=0, heading_path=None)
     for key, value in doc.metadata.items():
         _check_text(doc, f"metadata key {short_repr(key)}", key)
         if key.startswith("#") or key in _CHROMA_RESERVED_KEYS:

@@ -134,6 +134,8 @@ class DocumentTable:
                     metadata=fields["metadata"],
                     pages=fields["pages"],
                     chunk_spans=fields["chunk_spans"],
+                    text_start=fields["text_start"],
+                    heading_path=fields["heading_path"],
                 ),
                 created_at=fields["created_at"],
                 updated_at=fields["updated_at"],

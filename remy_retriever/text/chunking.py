@@ -184,18 +184,30 @@ def chunk_text(
 
 
 def chunks_from_spans(
-    document_id: str, text: str, spans: tuple[tuple[int, int], ...], *, title: str | None = None
+    document_id: str,
+    text: str,
+    spans: tuple[tuple[int, int], ...],
+    *,
+    title: str | None = None,
+    offset: int = 0,
+    heading_path: tuple[str, ...] | None = None,
 ) -> list[Chunk]:
     """One chunk per ``(start, end)`` span of already split text (``Document.chunk_spans``,
-    checked there), its surrounding whitespace trimmed, with ``title`` as its heading path.
-    No token budget applies: the split is the caller's."""
-    path = (title.strip(),) if title and title.strip() else ()
+    checked there), its surrounding whitespace trimmed, with ``heading_path`` (else
+    ``title``) as its heading path. ``offset`` (``Document.text_start``) is added to every
+    start and end, so they count from the start of the text's source. No token budget
+    applies: the split is the caller's."""
+    if heading_path is not None:
+        path = tuple(h.strip() for h in heading_path if h.strip())
+    else:
+        path = (title.strip(),) if title and title.strip() else ()
     out: list[Chunk] = []
     for position, (start, end) in enumerate(spans):
         piece = text[start:end]
         lead = len(piece) - len(piece.lstrip())
         trail = len(piece) - len(piece.rstrip())
-        out.append(Chunk(document_id, position, piece.strip(), start + lead, end - trail, path))
+        first, last = offset + start + lead, offset + end - trail
+        out.append(Chunk(document_id, position, piece.strip(), first, last, path))
     return out
 
 

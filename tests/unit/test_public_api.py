@@ -91,6 +91,8 @@ INTEGRATION_EXPECTED = {
     "escape_key",
     "reserved_looking",
     "source_id",
+    "heading_path_of",
+    "piece_place",
 }
 
 

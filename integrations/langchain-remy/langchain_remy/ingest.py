@@ -40,7 +40,9 @@ for one page's pieces, so citations name the file, hits' offsets are the file's 
 neighbours are the pieces around a hit. Pieces whose overlaps disagree, and every piece
 when ``ids`` are given or ``group=False`` (what :class:`~langchain_remy.RemyVectorStore`
 does, to keep one stored document per LangChain Document), stay one remy document each,
-stored as one chunk. Pieces without ``start_index`` are ordinary documents: remy chunks
+stored as one chunk, placed at its ``start_index`` (``Document.text_start``), so its
+citation's offsets are the file's too; a Markdown splitter's ``Header <n>`` keys become
+the heading path. Pieces without ``start_index`` are ordinary documents: remy chunks
 them.
 """
 
@@ -59,6 +61,7 @@ from remy_retriever.integration import (
     assign_ids,
     content_digest,
     page_of,
+    piece_place,
     text_from_pieces,
 )
 
@@ -138,6 +141,7 @@ def _grouped(
             "path": source,
             "metadata": metadata,
             "chunk_spans": spans,
+            **piece_place(pieces[0].metadata, 0, _title(pieces[0]), text),
         }
         out.append((piece, fields))
     return out, rest
@@ -186,13 +190,16 @@ def convert(
             page=page_of(doc.metadata),
             start=_start(doc),
         )
+        spans = _whole_span(doc.page_content) if _start(doc) is not None else None
         fields = {
             "text": doc.page_content,
             "title": _title(doc),
             "path": _source(doc),
             "metadata": metadata,
-            "chunk_spans": _whole_span(doc.page_content) if _start(doc) is not None else None,
+            "chunk_spans": spans,
         }
+        if spans is not None:  # a piece stored alone: its offset and section in the file
+            fields.update(piece_place(doc.metadata, _start(doc), _title(doc), doc.page_content))
         pending.append((piece, fields))
     assigned = assign_ids([piece for piece, _ in pending])
     last = {doc_id: i for i, (doc_id, (p, _)) in enumerate(zip(assigned, pending)) if not p.given}

@@ -9,8 +9,9 @@ path>[@p<page>]@<start_char_idx>"``, else a content hash), so inserting pages on
 keeps every page, and loading and indexing the same files again replaces the nodes
 instead of adding copies. The node id, ``ref_doc_id`` and ``PREVIOUS`` / ``NEXT`` node
 ids are kept in the metadata keys ``li_node_id``, ``ref_doc_id``, ``li_prev`` and
-``li_next`` (``li_start``: the node's ``start_char_idx``, added to remy's offsets so a
-hit's ``start_char_idx`` / ``end_char_idx`` are offsets in the source document), and nodes
+``li_next`` (``li_start``: the node's ``start_char_idx``; the engine stores it as the
+document's ``text_start``, so a hit's citation and its ``start_char_idx`` /
+``end_char_idx`` are offsets in the source document), and nodes
 come back with their LlamaIndex ids. User metadata follows the rule of :mod:`.convert`:
 it comes back exactly, and a user key named like one of these is stored escaped
 (``~ref_doc_id``), so it never changes what ``delete`` removes.
@@ -48,7 +49,7 @@ from llama_index.retrievers.remy import RemyDocumentStore
 from llama_index.retrievers.remy.convert import chunk_to_node, hit_to_node
 
 from remy_retriever import Document, Embedder, InvalidFilterError, InvalidInputError, Retriever
-from remy_retriever.integration import Piece, content_digest, open_engine
+from remy_retriever.integration import Piece, content_digest, open_engine, piece_place
 
 from .convert import (
     flatten_metadata,
@@ -359,6 +360,10 @@ def _node_fields(node: BaseNode) -> tuple[Piece, dict[str, Any]]:
         "metadata": meta,
         "chunk_spans": whole_span(text) if is_split_node(node) else None,  # never re-chunked
     }
+    if fields["chunk_spans"] is not None:  # stored alone: the engine keeps its place
+        fields.update(
+            piece_place(node.metadata, start if isinstance(start, int) else 0, title, text)
+        )
     return piece, fields
 
 
@@ -402,10 +407,6 @@ def _restore(node: TextNode, own: Mapping[str, Any], chunk_count: int | None) ->
         source = _relationships(own).get(NodeRelationship.SOURCE)
         if source is not None:
             node.relationships[NodeRelationship.SOURCE] = source
-    offset = own.get("li_start")
-    if isinstance(offset, int) and node.start_char_idx is not None:
-        node.start_char_idx += offset  # remy's offsets are within the node: make them the file's
-        node.end_char_idx = None if node.end_char_idx is None else node.end_char_idx + offset
     if chunk_count == 1 and isinstance(own.get("li_node_id"), str):
         node.id_ = own["li_node_id"]
     return node

@@ -48,6 +48,7 @@ from remy_retriever.integration import (
     assign_ids,
     content_digest,
     page_of,
+    piece_place,
     text_from_pieces,
 )
 
@@ -174,6 +175,8 @@ def _one(item: BaseNode) -> tuple[Piece, dict[str, Any]]:
         "metadata": metadata,
         "chunk_spans": whole_span(text) if split else None,
     }
+    if fields["chunk_spans"] is not None:  # a node stored alone: its place in the file
+        fields.update(piece_place(meta, _start(item), title, text))
     return piece, fields
 
 
@@ -198,6 +201,7 @@ def _group(nodes: list[BaseNode]) -> tuple[Piece, dict[str, Any]] | None:
         "path": path,
         "metadata": metadata,
         "chunk_spans": spans,
+        **piece_place(first.metadata, 0, title, text),
     }
     return piece, fields
 
