@@ -41,8 +41,11 @@ def chromium_path() -> str:
     return CHROMIUM
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser(chromium_path: str) -> Iterator[Any]:
+    """One Chromium per test module. Not per session: Playwright's sync API keeps an
+    event loop running in this thread while it is open, and every later test that runs
+    its own loop (``asyncio.run``, the frameworks' async calls) would then fail."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as pw:
