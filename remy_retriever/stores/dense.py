@@ -45,6 +45,7 @@ from ..schema.records import (
     unpack,
 )
 from .chroma import HNSW_KEYS, ChromaCalls, check_hnsw, is_embedded, paged, system_of
+from .exact import exact_cosines
 from .identity import (
     EmbedderIdentity,
     PreparedEmbedder,
@@ -494,23 +495,23 @@ class DenseStore:
         where: Mapping[str, Any] | None,
         among: Sequence[str] | None = None,
     ) -> list[tuple[str, float]]:
-        """Nearest chunks to ``embedding`` as ``(chunk id, cosine similarity)`` (only ids
-        in ``among``, if given: Chroma scores those exactly)."""
+        """Nearest chunks to ``embedding`` as ``(chunk id, cosine similarity)``; with
+        ``among``, the exact cosines of those ids that still exist (:mod:`.exact`)."""
         if n <= 0 or (among is not None and not among):
             return []
         self.ensure_fresh()
+        if among is not None:
+            return exact_cosines(self, embedding, among, where)[:n]
         result = self.read(
             "search",
             lambda: self.collection.query(
                 query_embeddings=[embedding],
-                ids=None if among is None else list(dict.fromkeys(among)),
                 n_results=n,
                 where=dict(where) if where else None,
                 include=["distances"],
             ),
         )
-        # A view caught mid-update can list a chunk twice (old and new vector): keep the
-        # closest, so every chunk appears once downstream.
+        # A view caught mid-update can list a chunk twice (old and new vector): keep one.
         best: dict[str, float] = {}
         for i, d in zip(result["ids"][0], result["distances"][0]):
             best.setdefault(i, cosine_from_distance(d))
