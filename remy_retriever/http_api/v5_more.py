@@ -54,13 +54,12 @@ def install_v5_more(
     stored document), ``merge_json`` its merge of the metadata and group fields."""
     docs = service.documents
     tags: list[str | Enum] = ["v5"]
-    namespace_of = namespace_in
 
     @app.post(
         "/ns/{namespace}/list/documents/memory-counts", response_model=w.MemoryCounts, tags=tags
     )
     def count_memories(namespace: str, body: w.MemoryCountsBody, who: Caller) -> Json:
-        ns = namespace_of(who, namespace)
+        ns = namespace_in(who, namespace)
         counts = memory_counts(docs, body.ids, ns)
         return w.MemoryCounts(
             counts=[w.MemoryCount(id=i, memory_count=n) for i, n in counts]
@@ -83,7 +82,7 @@ def install_v5_more(
         file_type: Annotated[str | None, Form(alias="fileType", description=w.IGNORED)] = None,
         mime_type: Annotated[str | None, Form(alias="mimeType", description=w.IGNORED)] = None,
     ) -> Json:
-        ns = namespace_of(who, namespace)
+        ns = namespace_in(who, namespace)
         stored = docs.visible(doc_id, scope=[ns])
         meta = merge_json(metadata, group) if metadata or group else None
         if file is not None:
@@ -95,15 +94,15 @@ def install_v5_more(
 
     @app.get("/ns/{namespace}/profile/buckets", response_model=w.ProfileBuckets, tags=tags)
     def get_buckets(namespace: str, who: Caller) -> Json:
-        ns = namespace_of(who, namespace)
+        ns = namespace_in(who, namespace)
         return w.ProfileBuckets(buckets=defined_buckets(service.memories, ns)).wire()
 
     @app.put("/ns/{namespace}/profile/buckets", response_model=w.ProfileBuckets, tags=tags)
     def set_buckets(namespace: str, body: w.BucketsSetBody, who: Caller) -> Json:
-        ns = namespace_of(who, namespace)
+        ns = namespace_in(who, namespace)
         return w.ProfileBuckets(buckets=define_buckets(service.memories, ns, body.buckets)).wire()
 
     @app.delete("/ns/{namespace}/profile/buckets", response_model=w.ProfileBuckets, tags=tags)
     def delete_buckets(namespace: str, body: w.BucketsDeleteBody, who: Caller) -> Json:
-        ns = namespace_of(who, namespace)
+        ns = namespace_in(who, namespace)
         return w.ProfileBuckets(buckets=remove_buckets(service.memories, ns, body.buckets)).wire()
