@@ -20,7 +20,6 @@ import argparse
 import gc
 import json
 import os
-import platform
 import random
 import shutil
 import statistics
@@ -35,12 +34,14 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(REPO / "tests" / "integration" / "reliability"))
+sys.path.insert(0, str(REPO))
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import numpy as np  # noqa: E402
 from remy_reliability_support import TokenHashEmbedder, ZipfText  # noqa: E402
 
+from benchmarks import common  # noqa: E402
 from remy_retriever import Document, Retriever  # noqa: E402
 
 MODES = ("semantic", "lexical", "hybrid")
@@ -55,14 +56,6 @@ class Window:
     errors: int
     p50_ms: float
     p99_ms: float
-
-
-def rss_mb() -> float:
-    with open("/proc/self/status") as handle:
-        for line in handle:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return float("nan")
 
 
 def build(store: Path, chunks: int, dim: int, progress: bool) -> tuple[Retriever, ZipfText, float]:
@@ -119,6 +112,7 @@ def run(
     warmup: float = 10.0,
     progress: bool = True,
 ) -> dict[str, Any]:
+    machine = common.machine()
     tmp = Path(tempfile.mkdtemp(prefix="remy-soak-")) if db is None else db
     try:
         r, text, ingest_s = build(tmp / "db", chunks, dim, progress)
@@ -158,7 +152,7 @@ def run(
         for t in pool:
             t.join()
         gc.collect()
-        rss_start = rss_mb()
+        rss_start = common.current_rss_mib()
         t0 = time.perf_counter()
         pool = [threading.Thread(target=worker, args=(i, stop, True)) for i in range(threads)]
         for t in pool:
@@ -169,7 +163,7 @@ def run(
             t.join(timeout=120)
         hung = sum(t.is_alive() for t in pool)
         gc.collect()
-        rss_end = rss_mb()
+        rss_end = common.current_rss_mib()
         windows = []
         n_windows = max(1, round(seconds / window))
         for w in range(n_windows):
@@ -211,12 +205,7 @@ def run(
             "rss_mb_end": round(rss_end, 1),
             "rss_growth": round(growth, 4),
             "passed": not errors and not hung and growth < MAX_RSS_GROWTH,
-            "machine": {
-                "python": platform.python_version(),
-                "platform": platform.platform(),
-                "cpus": os.cpu_count(),
-                "load_avg_at_end": [round(x, 2) for x in os.getloadavg()],
-            },
+            "machine": common.finish_machine(machine),
         }
         r.close()
         return report
@@ -263,7 +252,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--window", type=float, default=30.0)
     parser.add_argument("--warmup", type=float, default=10.0)
     parser.add_argument("--dim", type=int, default=64)
-    parser.add_argument("--out", type=Path, default=HERE / "results")
+    parser.add_argument("--out", type=Path, default=common.RESULTS_DIR)
     parser.add_argument("--name", default="soak")
     args = parser.parse_args(argv)
     report = run(
