@@ -27,7 +27,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 #: The runs of record. ``python -m benchmarks run --quick`` points ``REMY_BENCH_RESULTS`` (and
 #: ``REMY_BENCH_CACHE``) at a scratch folder, so that a quick run never writes over them.
-RESULTS_DIR = Path(os.environ.get("REMY_BENCH_RESULTS") or ROOT / "benchmarks" / "results")
+RECORD_DIR = ROOT / "benchmarks" / "results"
+RESULTS_DIR = Path(os.environ.get("REMY_BENCH_RESULTS") or RECORD_DIR)
 CACHE_DIR = Path(os.environ.get("REMY_BENCH_CACHE") or ROOT / "benchmarks" / ".cache")
 #: The shared BEIR collections of the runs of record (``<checkout>/../shared/data/beir``).
 BEIR_DIR = ROOT.parent / "shared" / "data" / "beir"

@@ -6,12 +6,14 @@ latency and tune hold-out JSON files.
 
 from __future__ import annotations
 
+import argparse
 import json
+from pathlib import Path
 from typing import Any
 
 from benchmarks import common
 
-R = common.RESULTS_DIR
+R = common.RECORD_DIR
 CHOSEN = "convex calib fill=lexical only a=0.45"
 PREVIOUS = "convex minmax missing=zero a=0.4"
 
@@ -39,6 +41,12 @@ def _cell(row: dict[str, Any] | None) -> str:
 
 
 def main() -> None:
+    global R
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--results", type=Path, default=common.RECORD_DIR, help="the sweep results")
+    p.add_argument("--out", type=Path, default=common.RESULTS_DIR)
+    args = p.parse_args()
+    R = args.results
     rows = _rows()
     ranked = sorted(rows, key=lambda v: -rows[v].get("scifact-train", {}).get("nDCG@10", 0.0))
     parts = ["# Fusion defaults: every variant, chosen on SciFact train\n"]
@@ -121,8 +129,9 @@ def main() -> None:
     if hold.is_file():
         parts.append("\n`remy tune` on held-out queries (`benchmarks/tune_holdout.py`):\n")
         parts.append("```json\n" + hold.read_text().strip() + "\n```")
-    (R / "fusion-defaults.md").write_text("\n".join(parts) + "\n")
-    print(f"wrote {R / 'fusion-defaults.md'}")
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "fusion-defaults.md").write_text("\n".join(parts) + "\n")
+    print(f"wrote {args.out / 'fusion-defaults.md'}")
 
 
 if __name__ == "__main__":

@@ -275,7 +275,7 @@ VIEWS: dict[str, Callable[[Path], str]] = {
 }
 
 
-def render(text: str, results: Path = common.RESULTS_DIR) -> str:
+def render(text: str, results: Path = common.RECORD_DIR) -> str:
     """``text`` with every generated block filled from ``results`` (a block whose
     results file is missing is left as it is)."""
 
@@ -301,7 +301,7 @@ def render(text: str, results: Path = common.RESULTS_DIR) -> str:
     return _BLOCK.sub(fill, text)
 
 
-def refresh(readme: Path = README, results: Path = common.RESULTS_DIR) -> str:
+def refresh(readme: Path = README, results: Path = common.RECORD_DIR) -> str:
     out = render(readme.read_text(), results)
     readme.write_text(out)
     return out

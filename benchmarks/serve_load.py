@@ -21,14 +21,12 @@ latency, errors (target 0), and the ratio HTTP / in-process. Exit status 1 on an
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import urllib.request
 from collections.abc import Callable
@@ -36,64 +34,25 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import common
-
-TAGS = ["t0", "t1", "t2", "t3"]
-KEY = "bench-key-0123456789abcdef"
-TOPICS = [
-    "solar panels convert sunlight into electricity",
-    "protein folding determines enzyme structure",
-    "river floods damage farmland and houses",
-    "stock markets react to interest rates",
-    "neural networks learn by gradient descent",
-    "the roman empire built roads and aqueducts",
-    "bees pollinate orchards in spring",
-    "glaciers carve valleys over millennia",
-]
-QUERIES = [
-    "how do solar panels work",
-    "enzyme structure",
-    "flood damage to farms",
-    "interest rates and markets",
-    "gradient descent training",
-    "roman roads",
-    "pollination by bees",
-    "how glaciers shape valleys",
-]
+from benchmarks.load_loop import KEY, TAGS, Recorder, fact, load
 
 
-def fact(i: int) -> str:
-    topic = TOPICS[i % len(TOPICS)]
-    return f"Note {i}: {topic}. Observation {i * 7 % 101} was recorded on day {i % 365}."
+def _summary(recorder: Recorder, seconds: float) -> dict[str, Any]:
+    return {
+        "calls": len(recorder.latencies),
+        "per_second": round(len(recorder.latencies) / seconds, 1),
+        "p50_ms": round(common.percentile(recorder.latencies, 50), 1),
+        "p99_ms": round(common.percentile(recorder.latencies, 99), 1),
+        "errors": len(recorder.errors),
+        "first_errors": recorder.errors[:3],
+    }
 
 
-class Recorder:
-    """Latencies (ms) and errors of one kind of call, from many threads."""
-
-    def __init__(self) -> None:
-        self.latencies: list[float] = []
-        self.errors: list[str] = []
-        self._lock = threading.Lock()
-
-    def call(self, fn: Callable[[], Any]) -> None:
-        began = time.perf_counter()
-        try:
-            fn()
-        except Exception as exc:
-            with self._lock:
-                self.errors.append(f"{type(exc).__name__}: {str(exc)[:200]}")
-            return
-        with self._lock:
-            self.latencies.append((time.perf_counter() - began) * 1000)
-
-    def summary(self, seconds: float) -> dict[str, Any]:
-        return {
-            "calls": len(self.latencies),
-            "per_second": round(len(self.latencies) / seconds, 1),
-            "p50_ms": round(common.percentile(self.latencies, 50), 1),
-            "p99_ms": round(common.percentile(self.latencies, 99), 1),
-            "errors": len(self.errors),
-            "first_errors": self.errors[:3],
-        }
+def summary(latencies: list[float], errors: list[str], seconds: float) -> dict[str, Any]:
+    """The summary of one kind of call from its latencies (ms) and errors."""
+    recorder = Recorder()
+    recorder.latencies, recorder.errors = latencies, errors
+    return _summary(recorder, seconds)
 
 
 def run_load(
@@ -106,31 +65,12 @@ def run_load(
 ) -> dict[str, Any]:
     """``clients`` threads calling ``search(thread, query, tag)`` and one calling
     ``add(i)`` for ``seconds``."""
-    searches, adds = Recorder(), Recorder()
-    stop = time.monotonic() + seconds
-
-    def searcher(n: int) -> None:
-        i = n
-        while time.monotonic() < stop:
-            q, tag = QUERIES[i % len(QUERIES)], TAGS[i % len(TAGS)]
-            searches.call(lambda q=q, tag=tag: search(n, q, tag))
-            i += 1
-
-    def writer() -> None:
-        i = first_doc
-        while time.monotonic() < stop:
-            adds.call(lambda i=i: add(i))
-            i += 1
-
-    threads = [threading.Thread(target=searcher, args=(n,)) for n in range(clients)]
-    threads.append(threading.Thread(target=writer))
-    began = time.monotonic()
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    took = time.monotonic() - began
-    return {"seconds": round(took, 1), "search": searches.summary(took), "add": adds.summary(took)}
+    searches, adds, took = load(search, add, clients=clients, seconds=seconds, first_doc=first_doc)
+    return {
+        "seconds": round(took, 1),
+        "search": _summary(searches, took),
+        "add": _summary(adds, took),
+    }
 
 
 def free_port() -> int:
@@ -226,12 +166,15 @@ def inprocess_phase(db: Path, args: argparse.Namespace, first_doc: int) -> dict[
         retriever.close()
 
 
-def render(data: dict[str, Any]) -> str:
+Phase = Callable[..., dict[str, Any]]
+
+
+def render(data: dict[str, Any], title: str = "remy serve under load", sdk: str = "SDK") -> str:
     http, local = data["http"], data["in_process"]
     lines = [
-        "# remy serve under load",
+        f"# {title}",
         "",
-        f"`remy serve` under load: {data['clients']} SDK clients searching while one adds "
+        f"`remy serve` under load: {data['clients']} {sdk} clients searching while one adds "
         f"documents, {data['seconds']:.0f} s per phase, {data['docs']} documents to start "
         f"(real MiniLM; load average {data['machine']['load_average_start']} at start, "
         f"{data['machine']['load_average_end']} at end; shared machine).",
@@ -240,7 +183,7 @@ def render(data: dict[str, Any]) -> str:
         "| errors |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
-    for name, row in (("HTTP (`remy serve` + SDK)", http), ("in-process library", local)):
+    for name, row in ((f"HTTP (`remy serve` + {sdk})", http), ("in-process library", local)):
         s, a = row["search"], row["add"]
         lines.append(
             f"| {name} | {s['calls']:,} | {s['per_second']} | {s['p50_ms']} ms | "
@@ -256,47 +199,62 @@ def render(data: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main(argv: list[str] | None = None) -> int:
+def _ratio(a: float, b: float) -> float:
+    return round(a / b, 2) if b else 0.0
+
+
+def measure(
+    argv: list[str] | None,
+    *,
+    name: str,
+    http: Phase,
+    in_process: Phase,
+    title: str = "remy serve under load",
+    sdk: str = "SDK",
+) -> int:
+    """The command line, both phases on one fresh store, and the results files: what
+    this benchmark and :mod:`benchmarks.serve_load_v5` share."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--docs", type=int, default=400)
-    parser.add_argument("--name", default="serve-load")
+    parser.add_argument("--name", default=name)
     parser.add_argument("--out", type=Path, default=common.RESULTS_DIR)
     args = parser.parse_args(argv)
     info = common.machine()
-    work = Path(tempfile.mkdtemp(prefix="remy-serve-load-"))
+    work = Path(tempfile.mkdtemp(prefix=f"remy-{name}-"))
     try:
         db = work / "db"
-        http = http_phase(db, args)
-        local = inprocess_phase(db, args, first_doc=args.docs + http["add"]["calls"] + 1)
+        remote = http(db, args)
+        local = in_process(db, args, first_doc=args.docs + remote["add"]["calls"] + 1)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-
-    def ratio(a: float, b: float) -> float:
-        return round(a / b, 2) if b else 0.0
-
     data = {
-        "benchmark": "serve_load",
+        "benchmark": name.replace("-", "_"),
         "clients": args.clients,
         "seconds": args.seconds,
         "docs": args.docs,
-        "http": http,
+        "http": remote,
         "in_process": local,
         "ratios": {
-            "search_p50": ratio(http["search"]["p50_ms"], local["search"]["p50_ms"]),
-            "search_p99": ratio(http["search"]["p99_ms"], local["search"]["p99_ms"]),
-            "search_throughput": ratio(http["search"]["per_second"], local["search"]["per_second"]),
+            "search_p50": _ratio(remote["search"]["p50_ms"], local["search"]["p50_ms"]),
+            "search_p99": _ratio(remote["search"]["p99_ms"], local["search"]["p99_ms"]),
+            "search_throughput": _ratio(
+                remote["search"]["per_second"], local["search"]["per_second"]
+            ),
         },
         "machine": common.finish_machine(info),
         "versions": common.versions(),
     }
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / f"{args.name}.json").write_text(json.dumps(data, indent=2) + "\n")
-    (args.out / f"{args.name}.md").write_text(render(data))
-    print(render(data))
-    errors = sum(p[k]["errors"] for p in (http, local) for k in ("search", "add"))
+    markdown = render(data, title, sdk)
+    common.write_results(args.out, args.name, data, markdown)
+    print(markdown)
+    errors = sum(p[k]["errors"] for p in (remote, local) for k in ("search", "add"))
     return 1 if errors else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return measure(argv, name="serve-load", http=http_phase, in_process=inprocess_phase)
 
 
 if __name__ == "__main__":

@@ -19,25 +19,25 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import subprocess
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import httpx
 
-from benchmarks import common
-from benchmarks.serve_load import KEY, TAGS, Recorder, fact, free_port, run_load, start_server
+from benchmarks.serve_load import (
+    KEY,
+    TAGS,
+    fact,
+    free_port,
+    measure,
+    run_load,
+    start_server,
+    summary,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 SDK5_PYTHON = ROOT / ".venv-sdk5" / "bin" / "python"
-
-
-def summary(latencies: list[float], errors: list[str], seconds: float) -> dict[str, Any]:
-    recorder = Recorder()
-    recorder.latencies, recorder.errors = latencies, errors
-    return recorder.summary(seconds)
 
 
 def http_phase(db: Path, args: argparse.Namespace) -> dict[str, Any]:
@@ -100,78 +100,15 @@ def inprocess_phase(db: Path, args: argparse.Namespace, first_doc: int) -> dict[
         retriever.close()
 
 
-def render(data: dict[str, Any]) -> str:
-    http, local = data["http"], data["in_process"]
-    lines = [
-        "# remy serve under load: the v5 API (SDK 5)",
-        "",
-        f"`remy serve`'s v5 routes under load: {data['clients']} SDK 5 clients searching "
-        f"(hybrid) while one adds documents, {data['seconds']:.0f} s per phase, "
-        f"{data['docs']} documents to start (real MiniLM; load average "
-        f"{data['machine']['load_average_start']} at start, "
-        f"{data['machine']['load_average_end']} at end; shared machine).",
-        "",
-        "| phase | searches | searches/s | search p50 | search p99 | adds | add p50 | add p99 "
-        "| errors |",
-        "|---|---|---|---|---|---|---|---|---|",
-    ]
-    for name, row in (("HTTP (`remy serve` + SDK 5)", http), ("in-process library", local)):
-        s, a = row["search"], row["add"]
-        lines.append(
-            f"| {name} | {s['calls']:,} | {s['per_second']} | {s['p50_ms']} ms | "
-            f"{s['p99_ms']} ms | {a['calls']:,} | {a['p50_ms']} ms | {a['p99_ms']} ms | "
-            f"{s['errors'] + a['errors']} |"
-        )
-    r = data["ratios"]
-    lines += [
-        "",
-        f"HTTP / in-process: search p50 {r['search_p50']}x, search p99 {r['search_p99']}x, "
-        f"search throughput {r['search_throughput']}x.",
-    ]
-    return "\n".join(lines) + "\n"
-
-
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--clients", type=int, default=8)
-    parser.add_argument("--seconds", type=float, default=60.0)
-    parser.add_argument("--docs", type=int, default=400)
-    parser.add_argument("--name", default="serve-load-v5")
-    parser.add_argument("--out", type=Path, default=common.RESULTS_DIR)
-    args = parser.parse_args(argv)
-    info = common.machine()
-    work = Path(tempfile.mkdtemp(prefix="remy-serve-load-v5-"))
-    try:
-        db = work / "db"
-        http = http_phase(db, args)
-        local = inprocess_phase(db, args, first_doc=args.docs + http["add"]["calls"] + 1)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-
-    def ratio(a: float, b: float) -> float:
-        return round(a / b, 2) if b else 0.0
-
-    data = {
-        "benchmark": "serve_load_v5",
-        "clients": args.clients,
-        "seconds": args.seconds,
-        "docs": args.docs,
-        "http": http,
-        "in_process": local,
-        "ratios": {
-            "search_p50": ratio(http["search"]["p50_ms"], local["search"]["p50_ms"]),
-            "search_p99": ratio(http["search"]["p99_ms"], local["search"]["p99_ms"]),
-            "search_throughput": ratio(http["search"]["per_second"], local["search"]["per_second"]),
-        },
-        "machine": common.finish_machine(info),
-        "versions": common.versions(),
-    }
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / f"{args.name}.json").write_text(json.dumps(data, indent=2) + "\n")
-    (args.out / f"{args.name}.md").write_text(render(data))
-    print(render(data))
-    errors = sum(p[k]["errors"] for p in (http, local) for k in ("search", "add"))
-    return 1 if errors else 0
+    return measure(
+        argv,
+        name="serve-load-v5",
+        http=http_phase,
+        in_process=inprocess_phase,
+        title="remy serve under load: the v5 API (SDK 5)",
+        sdk="SDK 5",
+    )
 
 
 if __name__ == "__main__":

@@ -1,0 +1,111 @@
+"""One runner for every benchmark suite (the suites are in :mod:`benchmarks.suites`).
+
+    python -m benchmarks list                  # the suites and what each measures
+    python -m benchmarks run quality           # a suite's run of record, into benchmarks/results
+    python -m benchmarks run scale --quick     # one suite on small data, into a scratch folder
+    python -m benchmarks run --quick           # every suite on small data (CI runs this)
+
+A run of record writes ``benchmarks/results``; then ``python -m benchmarks.readme``
+regenerates the docs' tables. ``--quick`` writes only to its scratch folder (``--scratch``,
+default a fresh temporary folder) and checks that every step exits 0 and writes the
+results files it names; it checks no speed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from benchmarks import common, suites
+
+
+def _command(step: suites.Step, args: Sequence[str], places: dict[str, str]) -> list[str]:
+    return [sys.executable, "-m", step.module, *(a.format(**places) for a in args)]
+
+
+def _env(places: dict[str, str], quick: bool) -> dict[str, str]:
+    paths = [str(common.ROOT), os.environ.get("PYTHONPATH", "")]
+    env = {**os.environ, **common.WORKER_ENV, "PYTHONPATH": os.pathsep.join(p for p in paths if p)}
+    if quick:
+        env["REMY_BENCH_RESULTS"] = places["out"]
+        env["REMY_BENCH_CACHE"] = places["cache"]
+    return env
+
+
+def run(names: Sequence[str], *, quick: bool, scratch: Path | None, base: str | None) -> int:
+    chosen = [suites.by_name(n) for n in names] if names else list(suites.SUITES)
+    if quick:
+        root = scratch or Path(tempfile.mkdtemp(prefix="remy-bench-quick-"))
+        places = {
+            "beir": str(suites.write_quick_beir(root / "data")),
+            "out": str(root / "results"),
+            "cache": str(root / "cache"),
+        }
+    else:
+        places = {
+            "beir": str(common.BEIR_DIR),
+            "out": str(common.RECORD_DIR),
+            "cache": str(common.CACHE_DIR),
+        }
+    places["root"] = str(common.ROOT)
+    places["base"] = base or "{base}"
+    env = _env(places, quick)
+    failures: list[str] = []
+    started = time.perf_counter()
+    for suite in chosen:
+        for step in suite.steps:
+            args = step.quick if quick else step.args
+            label = f"[{suite.name}] {step.module}"
+            if args is None:  # needs a second tree: the module must still import
+                args = ("--help",)
+            elif not quick and "{base}" in " ".join(args) and base is None:
+                print(f"{label}: skipped (needs --base)", flush=True)
+                continue
+            cmd = _command(step, args, places)
+            print(f"{label}: {' '.join(cmd[1:])}", flush=True)
+            t0 = time.perf_counter()
+            proc = subprocess.run(cmd, cwd=common.ROOT, env=env, check=False)
+            took = time.perf_counter() - t0
+            missing = [o for o in step.outputs if not (Path(places["out"]) / o).is_file()]
+            if proc.returncode != 0 or (quick and missing):
+                why = f"exit {proc.returncode}" if proc.returncode else f"missing {missing}"
+                failures.append(f"{label}: {why}")
+                print(f"{label}: FAILED ({why}) after {took:.1f}s", flush=True)
+            else:
+                print(f"{label}: ok in {took:.1f}s", flush=True)
+    total = time.perf_counter() - started
+    print(f"{len(chosen)} suite(s) in {total:.0f}s; results in {places['out']}")
+    for line in failures:
+        print(f"FAILED {line}", file=sys.stderr)
+    return 1 if failures else 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.split("\n")[0])
+    sub = p.add_subparsers(dest="command", required=True)
+    sub.add_parser("list", help="the suites and what each measures")
+    r = sub.add_parser("run", help="run suites (all of them when none is named)")
+    r.add_argument("suite", nargs="*", help=", ".join(s.name for s in suites.SUITES))
+    r.add_argument("--quick", action="store_true", help="small data, into a scratch folder")
+    r.add_argument("--scratch", type=Path, default=None, help="--quick's folder (default: temp)")
+    r.add_argument("--base", default=None, help="the source tree `ab` compares with")
+    args = p.parse_args(argv)
+    if args.command == "list":
+        for suite in suites.SUITES:
+            modules = ", ".join(s.module.removeprefix("benchmarks.") for s in suite.steps)
+            print(f"{suite.name}: {suite.measures}\n    steps: {modules}")
+        return 0
+    try:
+        return run(args.suite, quick=args.quick, scratch=args.scratch, base=args.base)
+    except ValueError as exc:
+        p.error(str(exc))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,340 @@
+"""The benchmark suites: which script measures what, the command of its run of record and
+the small-data arguments ``--quick`` runs it with.
+
+Placeholders in the arguments, filled in by :mod:`benchmarks.__main__`:
+
+* ``{beir}``: the shared BEIR collections (``common.BEIR_DIR``) for a run of record; for
+  ``--quick``, a small BEIR folder written by :func:`write_quick_beir`;
+* ``{out}``: where results go (``benchmarks/results`` or the quick scratch folder);
+* ``{cache}``: the benchmarks' cache (``benchmarks/.cache`` or the scratch's);
+* ``{root}``: this checkout.
+
+A step whose ``quick`` is ``None`` is not re-run by ``--quick`` (it needs a second source
+tree); the runner still checks that its module imports.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Step:
+    """One script run: ``python -m <module> <args>``, and the results files it writes."""
+
+    module: str
+    args: tuple[str, ...]
+    quick: tuple[str, ...] | None
+    outputs: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Suite:
+    name: str
+    measures: str
+    steps: tuple[Step, ...]
+
+
+def _s(module: str, args: str, quick: str | None, *outputs: str) -> Step:
+    return Step(
+        f"benchmarks.{module}" if "." not in module else module,
+        tuple(args.split()),
+        None if quick is None else tuple(quick.split()),
+        outputs,
+    )
+
+
+_EVAL = "--cache {cache}/eval"
+
+SUITES: tuple[Suite, ...] = (
+    Suite(
+        "quality",
+        "nDCG@10, recall@100 and query latency of ours against LangChain EnsembleRetriever "
+        "and LlamaIndex QueryFusionRetriever on the same chunks and vectors",
+        (
+            _s(
+                "quality",
+                "--dataset {beir}/scifact --dataset {beir}/cisi --out {out}",
+                "--dataset {beir} --no-sweep --out {out} --name quality-quick",
+                "quality-quick.json",
+            ),
+        ),
+    ),
+    Suite(
+        "fusion",
+        "the fusion default: offline sweeps of fusion settings and branch variants, its "
+        "latency, and what `remy tune` (supervised and --synthetic) buys on held-out queries",
+        (
+            _s(
+                "quality_sweep",
+                "--dataset {beir}/scifact --split train --out {out}",
+                "--dataset {beir} --split test --out {out}",
+            ),
+            _s(
+                "quality_branches",
+                "--dataset {beir}/scifact --split train --out {out}",
+                "--dataset {beir} --split test --out {out}",
+            ),
+            _s(
+                "fusion_latency",
+                "--dataset {beir}/scifact",
+                "--dataset {beir} --rounds 1",
+                "fusion-latency.json",
+            ),
+            _s(
+                "tune_holdout",
+                "--dataset {beir}/scifact --dataset {beir}/cisi",
+                "--dataset {beir} --folds 3",
+                "tune-holdout.json",
+            ),
+            _s(
+                "synthetic_tune",
+                "--dataset {beir}/scifact --dataset {beir}/cisi " + _EVAL,
+                "--dataset {beir} --folds 3 --out {out} " + _EVAL,
+                "synthetic-tune.json",
+            ),
+            _s("fusion_report", "", "--out {out}", "fusion-defaults.md"),
+        ),
+    ),
+    Suite(
+        "cross-collection",
+        "every fusion candidate on five collections, then leave-one-collection-out; and "
+        "the per-query cost of the signal-adaptive weight",
+        (
+            _s(
+                "cross_data",
+                "{beir}/lisa " + _EVAL + " --out {cache}/branches",
+                "{beir} " + _EVAL + " --out {cache}/branches",
+            ),
+            _s(
+                "cross_collection",
+                "--branches {cache}/branches",
+                "--branches {cache}/branches --collections quick --out {out}/cross-collection",
+                "cross-collection.json",
+            ),
+            _s(
+                "signal_latency",
+                "--branches {cache}/branches",
+                "--branches {cache}/branches --repeat 1",
+                "signal-latency.json",
+            ),
+        ),
+    ),
+    Suite(
+        "scale",
+        "ingest rate, disk, memory and query latency at 10k, 100k and 1M chunks against "
+        "bm25s, rank_bm25, LangChain and LlamaIndex; HNSW build effort; tenant statistics; "
+        "doctor's reachability check",
+        (
+            _s(
+                "scale",
+                "--out {out}",
+                "--sizes 300 --queries 10 --peers --probe-min 300 --cache {cache}/scale "
+                "--out {out} --name scale-quick",
+                "scale-quick.json",
+            ),
+            _s(
+                "hnsw",
+                "--n 100000 --ef 100 64 32 --out {out}",
+                "--n 500 --ef 32 --adds 1 --dataset quick --out {out} --name hnsw-quick",
+                "hnsw-quick.json",
+            ),
+            _s(
+                "tenant_statistics",
+                "--dataset {beir}/scifact --copies 10 --tenants 20 --out {out}",
+                "--dataset {beir} --copies 2 --tenants 3 --rounds 1 --out {out}",
+                "tenant-statistics.json",
+            ),
+            _s(
+                "reachability",
+                "--n 100000 --out {out}",
+                "--n 600 --reps 1 --out {out}",
+                "reachability.json",
+            ),
+        ),
+    ),
+    Suite(
+        "ingest",
+        "what Retriever.add costs beyond embedding, and what a Chroma write costs by what "
+        "the record carries",
+        (
+            _s(
+                "ingest",
+                "--dataset {beir}/scifact --out {out}",
+                "--dataset {beir} --reps 1 --out {out}",
+                "ingest.json",
+            ),
+            _s(
+                "chroma_write",
+                "--n 3000 --out {out}",
+                "--n 200 --reps 1 --out {out}",
+                "chroma-write.json",
+            ),
+        ),
+    ),
+    Suite(
+        "files",
+        "PDF, HTML and DOCX ingest: extraction quality and throughput against the peers' loaders",
+        (
+            _s(
+                "ingest_files",
+                "--out {out}",
+                "--systems ours --pdfs 1 --html 1 --docx 1 --pages 5 --reps 1 --out {out}",
+                "ingest-files.json",
+            ),
+        ),
+    ),
+    Suite(
+        "serve",
+        "`remy serve` under concurrent load (the /v3 and /v5 APIs, the supermemory SDKs), "
+        "one CLI call end to end, a 100,000-character query, the inspector page",
+        (
+            _s(
+                "serve_load",
+                "--out {out}",
+                "--clients 2 --seconds 3 --docs 20 --out {out}",
+                "serve-load.json",
+            ),
+            _s(
+                "serve_load_v5",
+                "--out {out}",
+                "--clients 2 --seconds 3 --docs 20 --out {out}",
+                "serve-load-v5.json",
+            ),
+            _s("cli_startup", "--reps 5 --out {out}", "--reps 1 --out {out}", "cli-startup.json"),
+            _s(
+                "long_query",
+                "--reps 5 --out {out}",
+                "--reps 1 --chars 2000 --out {out}",
+                "long-query.json",
+            ),
+            _s("ui_latency", "", "--rounds 2", "ui-latency.json"),
+            _s("ab", "--base {base} --runs 2", None),
+        ),
+    ),
+    Suite(
+        "mcp",
+        "the MCP search tool over stdio, against the same search in process",
+        (
+            _s(
+                "mcp_latency",
+                "--dataset {beir}/scifact --out {out}",
+                "--dataset {beir} --max-docs 40 --queries 5 --rounds 1 --out {out}",
+                "mcp-latency.json",
+            ),
+        ),
+    ),
+    Suite(
+        "embedders",
+        "torch against ONNX Runtime fp32 and int8: ingest rate, query embedding latency, "
+        "nDCG@10; the int8 recipe and its batch-to-batch variance",
+        (
+            _s(
+                "onnx_backends",
+                "--dataset {beir}/scifact --dataset {beir}/cisi --out {out}",
+                "--dataset {beir} --max-queries 5 --out {out}",
+                "onnx-backends.json",
+            ),
+            _s(
+                "int8_recipes",
+                "--dataset {beir}/scifact --texts 600 --out {out}",
+                "--dataset {beir} --texts 20 --out {out}",
+                "int8-recipes.json",
+            ),
+            _s(
+                "int8_variance",
+                "--dataset {beir}/cisi --seeds 5 --out {out}",
+                "--dataset {beir} --seeds 1 --out {out}",
+                "int8-variance.json",
+            ),
+        ),
+    ),
+    Suite(
+        "rerank",
+        "what the cross-encoder costs per query at each rerank depth",
+        (
+            _s(
+                "rerank",
+                "--dataset {beir}/scifact --out {out}",
+                "--dataset {beir} --depths 10 --queries 3 --cache {cache} --out {out}",
+                "rerank.json",
+            ),
+        ),
+    ),
+    Suite(
+        "soak",
+        "errors, p50/p99 per window and RSS growth under minutes of mixed concurrent queries",
+        (
+            _s(
+                "soak",
+                "--out {out}",
+                "--chunks 300 --seconds 4 --threads 2 --window 2 --warmup 1 --out {out}",
+                "soak.json",
+            ),
+        ),
+    ),
+)
+
+#: Modules no suite runs on their own: the code the suites' scripts share, and tools.
+HELPERS: dict[str, str] = {
+    "common": "the helpers every script shares (machine, timing, output)",
+    "suites": "this table",
+    "readme": "regenerates the docs' tables from the results (`python -m benchmarks.readme`)",
+    "scale_data": "the scale suite's synthetic corpus",
+    "scale_ours": "the scale suite's build of ours",
+    "scale_peers": "the scale suite's peer systems",
+    "scale_report": "the scale suite's tables and plot",
+    "sweep_data": "the branch data of the offline fusion sweeps",
+    "sweep_bm25": "BM25 recomputed offline for the sweeps",
+    "ingest_files_corpus": "the generated PDF/HTML/DOCX folder of the files suite",
+    "sdk5_load_client": "the supermemory 5 SDK client loop serve_load_v5 starts",
+    "load_loop": "the documents, queries and client loop of both serve benchmarks",
+    "ui_setup": "the inspector and browser ui_latency and ui_screenshots share",
+    "ui_screenshots": "the README's inspector screenshots (`python -m benchmarks.ui_screenshots`)",
+}
+
+
+def by_name(name: str) -> Suite:
+    for suite in SUITES:
+        if suite.name == name:
+            return suite
+    names = ", ".join(s.name for s in SUITES)
+    msg = f"unknown suite {name!r}: choose one of {names}"
+    raise ValueError(msg)
+
+
+_TOPICS = (
+    "solar panels convert sunlight into electricity",
+    "protein folding determines enzyme structure",
+    "river floods damage farmland and houses",
+    "stock markets react to interest rates",
+    "neural networks learn by gradient descent",
+    "the roman empire built roads and aqueducts",
+    "volcanic eruptions release ash and gas",
+    "vaccines train the immune system",
+)
+
+
+def write_quick_beir(root: Path, docs_per_topic: int = 6) -> Path:
+    """A small BEIR folder named ``quick``: ``docs_per_topic`` documents on each of eight
+    topics and two judged test queries per topic (enough for 3-fold tuning)."""
+    folder = root / "quick"
+    (folder / "qrels").mkdir(parents=True, exist_ok=True)
+    corpus, queries, qrels = [], [], ["query-id\tcorpus-id\tscore"]
+    for t, topic in enumerate(_TOPICS):
+        words = topic.split()
+        for d in range(docs_per_topic):
+            text = f"{topic}. " + " ".join(
+                f"{words[(d + j) % len(words)]} remark {d} item {j}." for j in range(10)
+            )
+            corpus.append({"_id": f"d{t}-{d}", "title": f"{words[0]} note {d}", "text": text})
+        for q, span in enumerate((words[:3], words[-3:])):
+            qid = f"q{t}-{q}"
+            queries.append({"_id": qid, "text": " ".join(span)})
+            qrels += [f"{qid}\td{t}-{d}\t1" for d in range(docs_per_topic)]
+    (folder / "corpus.jsonl").write_text("".join(json.dumps(c) + "\n" for c in corpus))
+    (folder / "queries.jsonl").write_text("".join(json.dumps(q) + "\n" for q in queries))
+    (folder / "qrels" / "test.tsv").write_text("\n".join(qrels) + "\n")
+    return folder
