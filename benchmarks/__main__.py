@@ -38,6 +38,18 @@ def _env(places: dict[str, str], quick: bool) -> dict[str, str]:
     return env
 
 
+def _run_step(label: str, cmd: list[str], env: dict[str, str]) -> str | None:
+    """Run one command; ``None`` when it exits 0, else what failed."""
+    print(f"{label}: {' '.join(cmd[1:])}", flush=True)
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=common.ROOT, env=env, check=False)
+    took = time.perf_counter() - t0
+    if proc.returncode:
+        return f"{label}: exit {proc.returncode} after {took:.0f}s"
+    print(f"{label}: ok in {took:.1f}s", flush=True)
+    return None
+
+
 def run(names: Sequence[str], *, quick: bool, scratch: Path | None, base: str | None) -> int:
     chosen = [suites.by_name(n) for n in names] if names else list(suites.SUITES)
     if quick:
@@ -50,35 +62,32 @@ def run(names: Sequence[str], *, quick: bool, scratch: Path | None, base: str | 
     else:
         places = {
             "beir": str(common.BEIR_DIR),
-            "out": str(common.RECORD_DIR),
+            "out": str(common.RESULTS_DIR),
             "cache": str(common.CACHE_DIR),
         }
-    places["root"] = str(common.ROOT)
     places["base"] = base or "{base}"
     env = _env(places, quick)
     failures: list[str] = []
     started = time.perf_counter()
     for suite in chosen:
         for step in suite.steps:
-            args = step.quick if quick else step.args
             label = f"[{suite.name}] {step.module}"
-            if args is None:  # needs a second tree: the module must still import
-                args = ("--help",)
-            elif not quick and "{base}" in " ".join(args) and base is None:
+            if quick:
+                # A step not re-run quick (it needs a second tree) must still import.
+                runs = [step.quick if step.quick is not None else ("--help",)]
+            elif any("{base}" in a for r in step.record for a in r) and base is None:
                 print(f"{label}: skipped (needs --base)", flush=True)
                 continue
-            cmd = _command(step, args, places)
-            print(f"{label}: {' '.join(cmd[1:])}", flush=True)
-            t0 = time.perf_counter()
-            proc = subprocess.run(cmd, cwd=common.ROOT, env=env, check=False)
-            took = time.perf_counter() - t0
-            missing = [o for o in step.outputs if not (Path(places["out"]) / o).is_file()]
-            if proc.returncode != 0 or (quick and missing):
-                why = f"exit {proc.returncode}" if proc.returncode else f"missing {missing}"
-                failures.append(f"{label}: {why}")
-                print(f"{label}: FAILED ({why}) after {took:.1f}s", flush=True)
             else:
-                print(f"{label}: ok in {took:.1f}s", flush=True)
+                runs = list(step.record)
+            for args in runs:
+                failure = _run_step(label, _command(step, args, places), env)
+                missing = [o for o in step.outputs if not (Path(places["out"]) / o).is_file()]
+                if failure is None and quick and step.quick is not None and missing:
+                    failure = f"{label}: missing {', '.join(missing)}"
+                if failure is not None:
+                    print(f"FAILED {failure}", flush=True)
+                    failures.append(failure)
     total = time.perf_counter() - started
     print(f"{len(chosen)} suite(s) in {total:.0f}s; results in {places['out']}")
     for line in failures:

@@ -36,11 +36,11 @@ from remy_retriever.schema.options import (
     NORMALIZATIONS,
 )
 from remy_retriever.search import fusion
+from remy_retriever.search.tuning import _FILLED, DEPTH
 
 COLLECTIONS = ("scifact", "cisi", "cranfield", "medline", "lisa")
 #: How far below its own best candidate a collection the choice is fitted on may be.
 BOUND = 0.005
-DEPTH = 100
 #: The default before issue #28, and the library's default now.
 TODAY = {"fusion": "convex", "alpha": 0.45, "normalization": "calibrated", "fill": "lexical"}
 DEFAULT = {
@@ -53,12 +53,6 @@ DEFAULT = {
 #: The acceptance bars: no collection more than this below the old default ...
 BELOW_TODAY = 0.003
 ALPHAS = (0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7)
-_FILLED = {
-    "none": (),
-    "lexical": ("lexical",),
-    "semantic": ("semantic",),
-    "both": ("semantic", "lexical"),
-}
 #: The query-adaptive signal weightings tried (:func:`fusion.signal_alpha`).
 SIGNALS: dict[str, dict[str, float]] = {
     "peak": {"peak": 0.5},
@@ -153,26 +147,19 @@ def ranker(c: Mapping[str, Any]) -> Callable[[Query], list[tuple[str, float]]]:
 
     def rank(q: Query) -> list[tuple[str, float]]:
         alpha = c["alpha"]
-        if c.get("signals"):
+        if c.get("signals") or c.get("signal"):
             b = q["branches"]
+            if c.get("signals"):
+                how: dict[str, Any] = {"weights": SIGNALS[c["signals"]]}
+            else:
+                how = {"weights": {c["signal"]: c["weight"]}, "damped": c["damped"]}
             alpha = fusion.signal_alpha(
                 alpha,
                 b["semantic"],
                 b["lexical"],
                 idf=q["idf"],
                 ceiling=q["ceiling"],
-                weights=SIGNALS[c["signals"]],
-            ).alpha
-        elif c.get("signal"):
-            b = q["branches"]
-            alpha = fusion.signal_alpha(
-                alpha,
-                b["semantic"],
-                b["lexical"],
-                idf=q["idf"],
-                ceiling=q["ceiling"],
-                weights={c["signal"]: c["weight"]},
-                damped=c["damped"],
+                **how,
             ).alpha
         ranked, _ = fusion.fuse(
             q["branches"],

@@ -87,7 +87,8 @@ def prepare(dataset_dir: str, eval_cache: Path, cache: Path) -> Path:
     ids, texts, vectors = _read_collection(store)
     if not ids:
         print(f"[quality] no eval index at {store}: embedding {ds.name} (slow, done once)")
-        with remy_retriever.Retriever(store, collection="beir") as r:
+        # torch: the cached query vectors below are torch MiniLM, and so is CachedEmbedder.
+        with remy_retriever.Retriever(store, collection="beir", embedder_backend="torch") as r:
             r.add(ds.documents(), progress=False)
         ids, texts, vectors = _read_collection(store)
     order = sorted(range(len(ids)), key=lambda i: ids[i])

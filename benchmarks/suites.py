@@ -5,9 +5,12 @@ Placeholders in the arguments, filled in by :mod:`benchmarks.__main__`:
 
 * ``{beir}``: the shared BEIR collections (``common.BEIR_DIR``) for a run of record; for
   ``--quick``, a small BEIR folder written by :func:`write_quick_beir`;
-* ``{out}``: where results go (``benchmarks/results`` or the quick scratch folder);
 * ``{cache}``: the benchmarks' cache (``benchmarks/.cache`` or the scratch's);
-* ``{root}``: this checkout.
+* ``{out}``: the quick run's results folder;
+* ``{base}``: the source tree ``ab`` compares with (``--base``).
+
+Every script writes to ``common.RESULTS_DIR`` unless told otherwise: the runs of record
+(``benchmarks/results``), or the scratch folder ``--quick`` points it at.
 
 A step whose ``quick`` is ``None`` is not re-run by ``--quick`` (it needs a second source
 tree); the runner still checks that its module imports.
@@ -22,10 +25,11 @@ from pathlib import Path
 
 @dataclass(frozen=True)
 class Step:
-    """One script run: ``python -m <module> <args>``, and the results files it writes."""
+    """One script: the argument lists of its runs of record, the arguments of its quick
+    run (``None``: not re-run by ``--quick``) and the results files the quick run writes."""
 
     module: str
-    args: tuple[str, ...]
+    record: tuple[tuple[str, ...], ...]
     quick: tuple[str, ...] | None
     outputs: tuple[str, ...] = ()
 
@@ -37,49 +41,68 @@ class Suite:
     steps: tuple[Step, ...]
 
 
-def _s(module: str, args: str, quick: str | None, *outputs: str) -> Step:
+def _s(module: str, record: str | tuple[str, ...], quick: str | None, *outputs: str) -> Step:
+    runs = (record,) if isinstance(record, str) else record
     return Step(
-        f"benchmarks.{module}" if "." not in module else module,
-        tuple(args.split()),
+        module if "." in module else f"benchmarks.{module}",
+        tuple(tuple(r.split()) for r in runs),
         None if quick is None else tuple(quick.split()),
         outputs,
     )
 
 
 _EVAL = "--cache {cache}/eval"
+_SCALE = (
+    "--queries 100 --ingest bulk --peer-chroma shared --peers bm25s rank_bm25 langchain llamaindex"
+)
+_SCALE_1M = "--sizes 1000000 --queries 50 --ingest bulk --ingest-budget 3600 --probe-min 2000000"
 
 SUITES: tuple[Suite, ...] = (
     Suite(
         "quality",
-        "nDCG@10, recall@100 and query latency of ours against LangChain EnsembleRetriever "
-        "and LlamaIndex QueryFusionRetriever on the same chunks and vectors",
+        "nDCG@10, recall@100, build time, query latency and peak RSS of ours against "
+        "LangChain EnsembleRetriever and LlamaIndex QueryFusionRetriever on the same chunks "
+        "and vectors",
         (
             _s(
                 "quality",
-                "--dataset {beir}/scifact --dataset {beir}/cisi --out {out}",
-                "--dataset {beir} --no-sweep --out {out} --name quality-quick",
+                (
+                    "--dataset {beir}/scifact --name quality-scifact",
+                    "--dataset {beir}/cisi --name quality-cisi",
+                ),
+                "--dataset {beir} --no-sweep --name quality-quick",
                 "quality-quick.json",
             ),
         ),
     ),
     Suite(
         "fusion",
-        "the fusion default: offline sweeps of fusion settings and branch variants, its "
-        "latency, and what `remy tune` (supervised and --synthetic) buys on held-out queries",
+        "the fusion default: offline sweeps of fusion settings and branch variants on "
+        "SciFact train, its latency, and what `remy tune` (supervised and --synthetic) buys "
+        "on held-out queries",
         (
             _s(
                 "quality_sweep",
-                "--dataset {beir}/scifact --split train --out {out}",
-                "--dataset {beir} --split test --out {out}",
+                (
+                    "--dataset {beir}/scifact --split train",
+                    "--dataset {beir}/scifact --split test",
+                    "--dataset {beir}/cisi",
+                ),
+                "--dataset {beir} --split test",
+                "quality-sweep-quick-test.json",
             ),
             _s(
                 "quality_branches",
-                "--dataset {beir}/scifact --split train --out {out}",
-                "--dataset {beir} --split test --out {out}",
+                (
+                    "--dataset {beir}/scifact --split train",
+                    "--dataset {beir}/scifact --split test",
+                ),
+                "--dataset {beir} --split test",
+                "quality-branches-quick-test.json",
             ),
             _s(
                 "fusion_latency",
-                "--dataset {beir}/scifact",
+                "--dataset {beir}/scifact --dataset {beir}/cisi",
                 "--dataset {beir} --rounds 1",
                 "fusion-latency.json",
             ),
@@ -91,8 +114,9 @@ SUITES: tuple[Suite, ...] = (
             ),
             _s(
                 "synthetic_tune",
-                "--dataset {beir}/scifact --dataset {beir}/cisi " + _EVAL,
-                "--dataset {beir} --folds 3 --out {out} " + _EVAL,
+                "--dataset {beir}/medline --dataset {beir}/lisa --dataset {beir}/cisi "
+                "--dataset {beir}/cranfield --dataset {beir}/scifact " + _EVAL,
+                "--dataset {beir} --folds 3 " + _EVAL,
                 "synthetic-tune.json",
             ),
             _s("fusion_report", "", "--out {out}", "fusion-defaults.md"),
@@ -105,13 +129,16 @@ SUITES: tuple[Suite, ...] = (
         (
             _s(
                 "cross_data",
-                "{beir}/lisa " + _EVAL + " --out {cache}/branches",
+                tuple(
+                    f"{{beir}}/{name} {_EVAL} --out {{cache}}/branches"
+                    for name in ("scifact", "cisi", "cranfield", "medline", "lisa")
+                ),
                 "{beir} " + _EVAL + " --out {cache}/branches",
             ),
             _s(
                 "cross_collection",
                 "--branches {cache}/branches",
-                "--branches {cache}/branches --collections quick --out {out}/cross-collection",
+                "--branches {cache}/branches --collections quick",
                 "cross-collection.json",
             ),
             _s(
@@ -124,54 +151,47 @@ SUITES: tuple[Suite, ...] = (
     ),
     Suite(
         "scale",
-        "ingest rate, disk, memory and query latency at 10k, 100k and 1M chunks against "
-        "bm25s, rank_bm25, LangChain and LlamaIndex; HNSW build effort; tenant statistics; "
-        "doctor's reachability check",
+        "ingest rate, disk, memory, write visibility and query latency at 10k, 100k and 1M "
+        "chunks against bm25s, rank_bm25, LangChain and LlamaIndex; Chroma's HNSW build "
+        "effort; per-filter BM25 statistics; doctor's reachability check",
         (
             _s(
                 "scale",
-                "--out {out}",
-                "--sizes 300 --queries 10 --peers --probe-min 300 --cache {cache}/scale "
-                "--out {out} --name scale-quick",
+                (
+                    f"--sizes 10000 100000 {_SCALE} --name scale",
+                    f"{_SCALE_1M} --peers bm25s --name scale-1m",
+                    f"{_SCALE_1M} --peers bm25s --ef-construction 32 --name scale-1m-efc32",
+                ),
+                "--sizes 300 --queries 10 --peers --probe-min 300 --name scale-quick",
                 "scale-quick.json",
             ),
             _s(
                 "hnsw",
-                "--n 100000 --ef 100 64 32 --out {out}",
-                "--n 500 --ef 32 --adds 1 --dataset quick --out {out} --name hnsw-quick",
+                "--n 100000 --ef 100 64 32",
+                "--n 500 --ef 32 --adds 1 --dataset quick --name hnsw-quick",
                 "hnsw-quick.json",
             ),
             _s(
                 "tenant_statistics",
-                "--dataset {beir}/scifact --copies 10 --tenants 20 --out {out}",
-                "--dataset {beir} --copies 2 --tenants 3 --rounds 1 --out {out}",
+                "--dataset {beir}/scifact --copies 10 --tenants 20",
+                "--dataset {beir} --copies 2 --tenants 3 --rounds 1",
                 "tenant-statistics.json",
             ),
-            _s(
-                "reachability",
-                "--n 100000 --out {out}",
-                "--n 600 --reps 1 --out {out}",
-                "reachability.json",
-            ),
+            _s("reachability", "--n 100000 --reps 1", "--n 600 --reps 1", "reachability.json"),
         ),
     ),
     Suite(
         "ingest",
-        "what Retriever.add costs beyond embedding, and what a Chroma write costs by what "
-        "the record carries",
+        "what Retriever.add costs beyond embedding, re-ingest, and what a Chroma write "
+        "costs by what the record carries",
         (
             _s(
                 "ingest",
-                "--dataset {beir}/scifact --out {out}",
-                "--dataset {beir} --reps 1 --out {out}",
+                "--dataset {beir}/scifact --max-docs 200 --reps 2 --threads 1",
+                "--dataset {beir} --reps 1",
                 "ingest.json",
             ),
-            _s(
-                "chroma_write",
-                "--n 3000 --out {out}",
-                "--n 200 --reps 1 --out {out}",
-                "chroma-write.json",
-            ),
+            _s("chroma_write", "--n 3000 --reps 2", "--n 200 --reps 1", "chroma-write.json"),
         ),
     ),
     Suite(
@@ -180,37 +200,23 @@ SUITES: tuple[Suite, ...] = (
         (
             _s(
                 "ingest_files",
-                "--out {out}",
-                "--systems ours --pdfs 1 --html 1 --docx 1 --pages 5 --reps 1 --out {out}",
+                "",
+                "--systems ours --pdfs 1 --html 1 --docx 1 --pages 5 --reps 1",
                 "ingest-files.json",
             ),
         ),
     ),
     Suite(
         "serve",
-        "`remy serve` under concurrent load (the /v3 and /v5 APIs, the supermemory SDKs), "
-        "one CLI call end to end, a 100,000-character query, the inspector page",
+        "`remy serve` under concurrent load (the /v3 and /v5 APIs through the supermemory "
+        "SDKs), one CLI call end to end, a 100,000-character query, the inspector page; "
+        "`ab` compares two source trees",
         (
-            _s(
-                "serve_load",
-                "--out {out}",
-                "--clients 2 --seconds 3 --docs 20 --out {out}",
-                "serve-load.json",
-            ),
-            _s(
-                "serve_load_v5",
-                "--out {out}",
-                "--clients 2 --seconds 3 --docs 20 --out {out}",
-                "serve-load-v5.json",
-            ),
-            _s("cli_startup", "--reps 5 --out {out}", "--reps 1 --out {out}", "cli-startup.json"),
-            _s(
-                "long_query",
-                "--reps 5 --out {out}",
-                "--reps 1 --chars 2000 --out {out}",
-                "long-query.json",
-            ),
-            _s("ui_latency", "", "--rounds 2", "ui-latency.json"),
+            _s("serve_load", "", "--clients 2 --seconds 3 --docs 20", "serve-load.json"),
+            _s("serve_load_v5", "", "--clients 2 --seconds 3 --docs 20", "serve-load-v5.json"),
+            _s("cli_startup", "--reps 3", "--reps 1", "cli-startup.json"),
+            _s("long_query", "--reps 5", "--reps 1 --chars 2000", "long-query.json"),
+            _s("ui_latency", "--rounds 40", "--rounds 2", "ui-latency.json"),
             _s("ab", "--base {base} --runs 2", None),
         ),
     ),
@@ -220,8 +226,8 @@ SUITES: tuple[Suite, ...] = (
         (
             _s(
                 "mcp_latency",
-                "--dataset {beir}/scifact --out {out}",
-                "--dataset {beir} --max-docs 40 --queries 5 --rounds 1 --out {out}",
+                "--dataset {beir}/scifact --max-docs 1000 --queries 300 --rounds 3",
+                "--dataset {beir} --max-docs 40 --queries 5 --rounds 1",
                 "mcp-latency.json",
             ),
         ),
@@ -233,20 +239,20 @@ SUITES: tuple[Suite, ...] = (
         (
             _s(
                 "onnx_backends",
-                "--dataset {beir}/scifact --dataset {beir}/cisi --out {out}",
-                "--dataset {beir} --max-queries 5 --out {out}",
+                "--dataset {beir}/scifact --dataset {beir}/cisi --round-robin --name onnx-backends",
+                "--dataset {beir} --max-queries 5",
                 "onnx-backends.json",
             ),
             _s(
                 "int8_recipes",
-                "--dataset {beir}/scifact --texts 600 --out {out}",
-                "--dataset {beir} --texts 20 --out {out}",
+                "--dataset {beir}/scifact",
+                "--dataset {beir} --texts 20",
                 "int8-recipes.json",
             ),
             _s(
                 "int8_variance",
-                "--dataset {beir}/cisi --seeds 5 --out {out}",
-                "--dataset {beir} --seeds 1 --out {out}",
+                "--dataset {beir}/cisi --seeds 3 --name int8-variance-cisi",
+                "--dataset {beir} --seeds 1",
                 "int8-variance.json",
             ),
         ),
@@ -257,8 +263,8 @@ SUITES: tuple[Suite, ...] = (
         (
             _s(
                 "rerank",
-                "--dataset {beir}/scifact --out {out}",
-                "--dataset {beir} --depths 10 --queries 3 --cache {cache} --out {out}",
+                "--dataset {beir}/scifact --queries 12 --threads 1",
+                "--dataset {beir} --depths 10 --queries 3",
                 "rerank.json",
             ),
         ),
@@ -269,8 +275,8 @@ SUITES: tuple[Suite, ...] = (
         (
             _s(
                 "soak",
-                "--out {out}",
-                "--chunks 300 --seconds 4 --threads 2 --window 2 --warmup 1 --out {out}",
+                "",
+                "--chunks 300 --seconds 4 --threads 2 --window 2 --warmup 1",
                 "soak.json",
             ),
         ),
