@@ -82,7 +82,8 @@ def run(names: Sequence[str], *, quick: bool, scratch: Path | None, base: str | 
                 runs = list(step.record)
             for args in runs:
                 failure = _run_step(label, _command(step, args, places), env)
-                missing = [o for o in step.outputs if not (Path(places["out"]) / o).is_file()]
+                out = Path(places["out"])
+                missing = [o for o in step.outputs if not (out / o.format(**places)).is_file()]
                 if failure is None and quick and step.quick is not None and missing:
                     failure = f"{label}: missing {', '.join(missing)}"
                 if failure is not None:

@@ -26,7 +26,8 @@ from pathlib import Path
 @dataclass(frozen=True)
 class Step:
     """One script: the argument lists of its runs of record, the arguments of its quick
-    run (``None``: not re-run by ``--quick``) and the results files the quick run writes."""
+    run (``None``: not re-run by ``--quick``) and the results files the quick run writes
+    (names in the results folder, or paths with placeholders)."""
 
     module: str
     record: tuple[tuple[str, ...], ...]
@@ -134,6 +135,7 @@ SUITES: tuple[Suite, ...] = (
                     for name in ("scifact", "cisi", "cranfield", "medline", "lisa")
                 ),
                 "{beir} " + _EVAL + " --out {cache}/branches",
+                "{cache}/branches/quick.json",
             ),
             _s(
                 "cross_collection",
