@@ -74,21 +74,24 @@ def run(names: Sequence[str], *, quick: bool, scratch: Path | None, base: str | 
             label = f"[{suite.name}] {step.module}"
             if quick:
                 # A step not re-run quick (it needs a second tree) must still import.
-                runs = [step.quick if step.quick is not None else ("--help",)]
+                runs = list(step.quick) if step.quick is not None else [("--help",)]
             elif any("{base}" in a for r in step.record for a in r) and base is None:
                 print(f"{label}: skipped (needs --base)", flush=True)
                 continue
             else:
                 runs = list(step.record)
+            failed = False
             for args in runs:
                 failure = _run_step(label, _command(step, args, places), env)
-                out = Path(places["out"])
-                missing = [o for o in step.outputs if not (out / o.format(**places)).is_file()]
-                if failure is None and quick and step.quick is not None and missing:
-                    failure = f"{label}: missing {', '.join(missing)}"
                 if failure is not None:
+                    failed = True
                     print(f"FAILED {failure}", flush=True)
                     failures.append(failure)
+            out = Path(places["out"])
+            missing = [o for o in step.outputs if not (out / o.format(**places)).is_file()]
+            if quick and step.quick is not None and missing and not failed:
+                failures.append(f"{label}: wrote no {', '.join(missing)}")
+                print(f"FAILED {failures[-1]}", flush=True)
     total = time.perf_counter() - started
     print(f"{len(chosen)} suite(s) in {total:.0f}s; results in {places['out']}")
     for line in failures:

@@ -31,7 +31,7 @@ class Step:
 
     module: str
     record: tuple[tuple[str, ...], ...]
-    quick: tuple[str, ...] | None
+    quick: tuple[tuple[str, ...], ...] | None
     outputs: tuple[str, ...] = ()
 
 
@@ -42,12 +42,18 @@ class Suite:
     steps: tuple[Step, ...]
 
 
-def _s(module: str, record: str | tuple[str, ...], quick: str | None, *outputs: str) -> Step:
-    runs = (record,) if isinstance(record, str) else record
+Runs = str | tuple[str, ...]
+
+
+def _runs(runs: Runs) -> tuple[tuple[str, ...], ...]:
+    return tuple(tuple(r.split()) for r in ((runs,) if isinstance(runs, str) else runs))
+
+
+def _s(module: str, record: Runs, quick: Runs | None, *outputs: str) -> Step:
     return Step(
         module if "." in module else f"benchmarks.{module}",
-        tuple(tuple(r.split()) for r in runs),
-        None if quick is None else tuple(quick.split()),
+        _runs(record),
+        None if quick is None else _runs(quick),
         outputs,
     )
 
@@ -71,7 +77,7 @@ SUITES: tuple[Suite, ...] = (
                     "--dataset {beir}/scifact --name quality-scifact",
                     "--dataset {beir}/cisi --name quality-cisi",
                 ),
-                "--dataset {beir} --no-sweep --name quality-quick",
+                "--dataset {beir} --dataset {beir}-b --no-sweep --name quality-quick",
                 "quality-quick.json",
             ),
         ),
@@ -134,13 +140,17 @@ SUITES: tuple[Suite, ...] = (
                     f"{{beir}}/{name} {_EVAL} --out {{cache}}/branches"
                     for name in ("scifact", "cisi", "cranfield", "medline", "lisa")
                 ),
-                "{beir} " + _EVAL + " --out {cache}/branches",
+                (
+                    "{beir} " + _EVAL + " --out {cache}/branches",
+                    "{beir}-b " + _EVAL + " --out {cache}/branches",
+                ),
                 "{cache}/branches/quick.json",
+                "{cache}/branches/quick-b.json",
             ),
             _s(
                 "cross_collection",
                 "--branches {cache}/branches",
-                "--branches {cache}/branches --collections quick",
+                "--branches {cache}/branches --collections quick,quick-b",
                 "cross-collection.json",
             ),
             _s(
@@ -325,10 +335,16 @@ _TOPICS = (
 )
 
 
-def write_quick_beir(root: Path, docs_per_topic: int = 6) -> Path:
-    """A small BEIR folder named ``quick``: ``docs_per_topic`` documents on each of eight
-    topics and two judged test queries per topic (enough for 3-fold tuning)."""
-    folder = root / "quick"
+def write_quick_beir(root: Path) -> Path:
+    """Two small BEIR folders, ``quick`` (returned) and ``quick-b`` beside it (the
+    leave-one-collection-out of the cross-collection suite needs two): six and four
+    documents on each of eight topics, two judged test queries per topic (enough for
+    3-fold tuning)."""
+    _write_beir(root / "quick-b", 4)
+    return _write_beir(root / "quick", 6)
+
+
+def _write_beir(folder: Path, docs_per_topic: int) -> Path:
     (folder / "qrels").mkdir(parents=True, exist_ok=True)
     corpus, queries, qrels = [], [], ["query-id\tcorpus-id\tscore"]
     for t, topic in enumerate(_TOPICS):
