@@ -27,8 +27,13 @@ from typing import Any
 from benchmarks import common
 
 README = common.ROOT / "benchmarks" / "README.md"
-#: The docs whose generated blocks this refreshes.
-DOCS = (common.ROOT / "README.md", README, common.ROOT / "SECURITY.md")
+#: The docs whose generated blocks this refreshes (the decision records included).
+DOCS = (
+    common.ROOT / "README.md",
+    README,
+    common.ROOT / "SECURITY.md",
+    *sorted((common.ROOT / "docs" / "decisions").glob("*.md")),
+)
 _BLOCK = re.compile(r"(<!-- (results|view):([\w.-]+) -->\n).*?(<!-- /\2:\3 -->)", re.S)
 
 
@@ -264,7 +269,23 @@ def view_ui_latency(results: Path) -> str:
     )
 
 
+def view_suites(results: Path) -> str:
+    """benchmarks/README.md "Suites": each suite's one command, what it measures and the
+    results of record it writes (from :data:`benchmarks.suites.SUITES`)."""
+    from benchmarks import suites
+
+    rows = ["| suite | command | measures | scripts |", "|---|---|---|---|"]
+    for suite in suites.SUITES:
+        scripts = ", ".join(f"`{s.module.removeprefix('benchmarks.')}`" for s in suite.steps)
+        rows.append(
+            f"| {suite.name} | `python -m benchmarks run {suite.name}` | {suite.measures} "
+            f"| {scripts} |"
+        )
+    return "\n".join(rows) + "\n"
+
+
 VIEWS: dict[str, Callable[[Path], str]] = {
+    "suites": view_suites,
     "quality": view_quality,
     "fusion": view_fusion,
     "first-eval": view_first_eval,
