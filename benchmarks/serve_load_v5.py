@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -37,7 +38,9 @@ from benchmarks.serve_load import (
 )
 
 ROOT = Path(__file__).resolve().parents[1]
-SDK5_PYTHON = ROOT / ".venv-sdk5" / "bin" / "python"
+#: The SDK 5 venv's Python (``make venv`` builds it in the checkout; ``REMY_SDK5_PYTHON``
+#: names another, e.g. a worktree sharing the main checkout's venvs).
+SDK5_PYTHON = Path(os.environ.get("REMY_SDK5_PYTHON") or ROOT / ".venv-sdk5" / "bin" / "python")
 
 
 def http_phase(db: Path, args: argparse.Namespace) -> dict[str, Any]:

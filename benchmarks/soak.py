@@ -221,8 +221,8 @@ def markdown(report: dict[str, Any]) -> str:
         "",
         f"{cfg['chunks_stored']:,} chunks, {cfg['threads']} query threads, "
         f"{cfg['seconds']:g} s (after {cfg['warmup_s']:g} s warm-up); "
-        f"ingest took {report['ingest_s']} s. Machine: {report['machine']['cpus']} CPUs, "
-        f"load average at the end {report['machine']['load_avg_at_end']}.",
+        f"ingest took {report['ingest_s']} s. Machine: {report['machine']['cores']} cores, "
+        f"load average at the end {report['machine']['load_average_end']}.",
         "",
         f"- **errors: {report['errors']}** (must be 0)",
         f"- queries: {report['queries']:,} ({report['qps']} per second)",
