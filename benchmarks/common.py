@@ -442,6 +442,13 @@ def plt() -> Any:
     return pyplot
 
 
+def save_figure(fig: Any, path: Path) -> None:
+    """Lay out, write (110 dpi) and close a matplotlib figure."""
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt().close(fig)
+
+
 def has_module(*names: str) -> bool:
     import importlib.util
 

@@ -189,9 +189,7 @@ def _plot(data: dict[str, Any], path: Path) -> None:
         twin.plot(efs, [row["recall_at_10"] for row in rows], marker="s", color="C1")
         twin.set_ylabel("recall@10 vs exact (real vectors)", color="C1")
     ax.set_title("Chroma HNSW: build speed and recall")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    common.save_figure(fig, path)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -225,9 +225,7 @@ def _plot(data: dict[str, Any], path: Path) -> None:
         fontsize=10,
     )
     ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    common.save_figure(fig, path)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -619,9 +619,7 @@ def plot(data: dict[str, Any], path: Path) -> None:
     a1.set_yscale("log")
     a2.set_ylim(0, 105)
     a2.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    common.save_figure(fig, path)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -423,9 +423,7 @@ def _plot(data: dict[str, Any], path: Path) -> None:
         ax.set_title(title, fontsize=10)
     axes[0].legend()
     fig.suptitle("all-MiniLM-L6-v2: torch vs ONNX Runtime fp32 vs int8 (one run)", fontsize=11)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    common.save_figure(fig, path)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -576,9 +576,7 @@ def _plot(data: dict[str, Any], path: Path) -> None:
     axes[1].set_xscale("log")
     axes[1].set_yticklabels([])
     fig.suptitle("Quality on identical chunks and MiniLM vectors (100 candidates per branch)")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    common.save_figure(fig, path)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -131,9 +131,7 @@ def _plot(data: dict[str, Any], path: Path) -> None:
     ax.set_title("MiniLM-L6 cross-encoder on CPU")
     ax.grid(alpha=0.3)
     ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    common.save_figure(fig, path)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -67,6 +67,34 @@ def _project(ingest: dict[str, Any], progress: list[tuple[int, float]], total: f
     ingest["projected_total_s"] = round(total + (target - n) / rate, 0)
 
 
+def _summary(
+    n: int,
+    total: float,
+    cpu: float,
+    *,
+    dense_s: float,
+    lexical_s: float,
+    breakdown: dict[str, float],
+    target: int,
+    progress: list[tuple[int, float]],
+) -> dict[str, Any]:
+    """An ingest's rates and times, the same keys for both ways of loading ours."""
+    return {
+        "total_s": round(total, 2),
+        "chunks_per_s": round(n / total, 1),
+        "dense_chunks_per_s": round(n / max(dense_s, 1e-9), 1),
+        "lexical_chunks_per_s": round(n / max(lexical_s, 1e-9), 1),
+        "breakdown_s": breakdown,
+        "ingested": n,
+        "target": target,
+        # CPU seconds of this process (all its threads, incl. Chroma's and tantivy's):
+        # less sensitive than wall time to other processes on a shared machine.
+        "process_cpu_s": round(cpu, 1),
+        "cpu_ms_per_chunk": round(1000 * cpu / max(n, 1), 3),
+        "progress_chunks_s": progress,
+    }
+
+
 def build_ours(
     texts: list[str],
     vectors: np.ndarray,
@@ -109,21 +137,17 @@ def build_ours(
         raise RuntimeError(msg)
     t = {k: round(v, 2) for k, v in timers.seconds.items()}
     other = total - sum(t.values())
-    ingest = {
-        "batch_size": batch_size,
-        "total_s": round(total, 2),
-        "chunks_per_s": round(n / total, 1),
-        "dense_chunks_per_s": round(n / max(t.get("dense_upsert_s", 0), 1e-9), 1),
-        "lexical_chunks_per_s": round(n / max(t.get("lexical_apply_s", 0), 1e-9), 1),
-        "breakdown_s": {**t, "other_s": round(other, 2)},
-        "ingested": n,
-        "target": target,
-        # CPU seconds of this process (all its threads, incl. Chroma's and tantivy's):
-        # less sensitive than wall time to other processes on a shared machine.
-        "process_cpu_s": round(cpu, 1),
-        "cpu_ms_per_chunk": round(1000 * cpu / max(n, 1), 3),
-        "progress_chunks_s": progress,
-    }
+    ingest = _summary(
+        n,
+        total,
+        cpu,
+        dense_s=t.get("dense_upsert_s", 0),
+        lexical_s=t.get("lexical_apply_s", 0),
+        breakdown={**t, "other_s": round(other, 2)},
+        target=target,
+        progress=progress,
+    )
+    ingest = {"batch_size": batch_size, **ingest}
     _project(ingest, progress, total)
     return r, embedder, ingest
 
@@ -236,23 +260,23 @@ def bulk_ours(
     if r.count() != n or r._sync.lexical.count() != n:
         msg = f"expected {n} chunks, got {r.count()} / {r._sync.lexical.count()}"
         raise RuntimeError(msg)
-    ingest: dict[str, Any] = {
+    ingest = {
         "path": "bulk: DenseStore.upsert + LexicalIndex.apply (no document table)"
         + (" + text in documents for the peers" if documents_for_peers else ""),
-        "total_s": round(total, 2),
-        "chunks_per_s": round(n / total, 1),
-        "dense_chunks_per_s": round(n / max(dense_s, 1e-9), 1),
-        "lexical_chunks_per_s": round(n / max(lexical_s, 1e-9), 1),
-        "breakdown_s": {
-            "dense_upsert_s": round(dense_s, 2),
-            "lexical_apply_s": round(lexical_s, 2),
-            "other_s": round(total - dense_s - lexical_s, 2),
-        },
-        "ingested": n,
-        "target": target,
-        "process_cpu_s": round(cpu, 1),
-        "cpu_ms_per_chunk": round(1000 * cpu / max(n, 1), 3),
-        "progress_chunks_s": progress,
+        **_summary(
+            n,
+            total,
+            cpu,
+            dense_s=dense_s,
+            lexical_s=lexical_s,
+            breakdown={
+                "dense_upsert_s": round(dense_s, 2),
+                "lexical_apply_s": round(lexical_s, 2),
+                "other_s": round(total - dense_s - lexical_s, 2),
+            },
+            target=target,
+            progress=progress,
+        ),
     }
     _project(ingest, progress, total)
     return r, embedder, ingest

@@ -203,6 +203,16 @@ def targets(data: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
+def _log_axes(ax: Any, ylabel: str, title: str, fontsize: int) -> None:
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("chunks")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.legend(fontsize=fontsize)
+    ax.grid(alpha=0.3, which="both")
+
+
 def plot(data: dict[str, Any], path: Path) -> None:
     """Query p50 per system and ours' ingest throughput against size, to ``path``."""
     plt = common.plt()
@@ -224,13 +234,7 @@ def plot(data: dict[str, Any], path: Path) -> None:
         pts = [(s["chunks"], s["latency"][name]["p50_ms"]) for s in sizes if name in s["latency"]]
         if pts:
             axes[0].plot(*zip(*pts), marker="o", label=name)
-    axes[0].set_xscale("log")
-    axes[0].set_yscale("log")
-    axes[0].set_xlabel("chunks")
-    axes[0].set_ylabel("query p50 ms")
-    axes[0].set_title("Query latency p50 (same run, round-robin)")
-    axes[0].legend(fontsize=7)
-    axes[0].grid(alpha=0.3, which="both")
+    _log_axes(axes[0], "query p50 ms", "Query latency p50 (same run, round-robin)", 7)
     for key, label in (
         ("chunks_per_s", "ingest total"),
         ("dense_chunks_per_s", "Chroma upsert"),
@@ -239,13 +243,5 @@ def plot(data: dict[str, Any], path: Path) -> None:
         pts = [(s["chunks"], s["ours_ingest"][key]) for s in sizes if key in s["ours_ingest"]]
         if pts:
             axes[1].plot(*zip(*pts), marker="o", label=label)
-    axes[1].set_xscale("log")
-    axes[1].set_yscale("log")
-    axes[1].set_xlabel("chunks")
-    axes[1].set_ylabel("chunks / s")
-    axes[1].set_title("Ours: ingest throughput (embedding excluded)")
-    axes[1].legend(fontsize=8)
-    axes[1].grid(alpha=0.3, which="both")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    _log_axes(axes[1], "chunks / s", "Ours: ingest throughput (embedding excluded)", 8)
+    common.save_figure(fig, path)

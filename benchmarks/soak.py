@@ -141,27 +141,26 @@ def run(
                     with lock:
                         samples.append((began - t0, latency, ok))
 
+        def phase(until: threading.Event, record: bool, length: float) -> int:
+            """``threads`` workers for ``length`` seconds; how many did not stop."""
+            pool = [
+                threading.Thread(target=worker, args=(i, until, record)) for i in range(threads)
+            ]
+            for t in pool:
+                t.start()
+            time.sleep(length)
+            until.set()
+            for t in pool:
+                t.join(timeout=120)
+            return sum(t.is_alive() for t in pool)
+
         # Warm-up (caches, allocator) before the start RSS is taken.
-        warm = threading.Event()
         t0 = time.perf_counter()
-        pool = [threading.Thread(target=worker, args=(i, warm, False)) for i in range(threads)]
-        for t in pool:
-            t.start()
-        time.sleep(warmup)
-        warm.set()
-        for t in pool:
-            t.join()
+        phase(threading.Event(), False, warmup)
         gc.collect()
         rss_start = common.current_rss_mib()
         t0 = time.perf_counter()
-        pool = [threading.Thread(target=worker, args=(i, stop, True)) for i in range(threads)]
-        for t in pool:
-            t.start()
-        time.sleep(seconds)
-        stop.set()
-        for t in pool:
-            t.join(timeout=120)
-        hung = sum(t.is_alive() for t in pool)
+        hung = phase(stop, True, seconds)
         gc.collect()
         rss_end = common.current_rss_mib()
         windows = []

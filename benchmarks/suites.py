@@ -22,6 +22,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from benchmarks.load_loop import TOPICS
+
 
 @dataclass(frozen=True)
 class Step:
@@ -323,18 +325,6 @@ def by_name(name: str) -> Suite:
     raise ValueError(msg)
 
 
-_TOPICS = (
-    "solar panels convert sunlight into electricity",
-    "protein folding determines enzyme structure",
-    "river floods damage farmland and houses",
-    "stock markets react to interest rates",
-    "neural networks learn by gradient descent",
-    "the roman empire built roads and aqueducts",
-    "volcanic eruptions release ash and gas",
-    "vaccines train the immune system",
-)
-
-
 def write_quick_beir(root: Path) -> Path:
     """Two small BEIR folders, ``quick`` (returned) and ``quick-b`` beside it (the
     leave-one-collection-out of the cross-collection suite needs two): six and four
@@ -347,7 +337,7 @@ def write_quick_beir(root: Path) -> Path:
 def _write_beir(folder: Path, docs_per_topic: int) -> Path:
     (folder / "qrels").mkdir(parents=True, exist_ok=True)
     corpus, queries, qrels = [], [], ["query-id\tcorpus-id\tscore"]
-    for t, topic in enumerate(_TOPICS):
+    for t, topic in enumerate(TOPICS):
         words = topic.split()
         for d in range(docs_per_topic):
             text = f"{topic}. " + " ".join(
