@@ -24,7 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from benchmarks import common
+from benchmarks import common, targets
 
 README = common.ROOT / "benchmarks" / "README.md"
 #: The docs whose generated blocks this refreshes (the decision records included).
@@ -286,6 +286,7 @@ def view_suites(results: Path) -> str:
 
 VIEWS: dict[str, Callable[[Path], str]] = {
     "suites": view_suites,
+    "targets": targets.view_targets,
     "quality": view_quality,
     "fusion": view_fusion,
     "first-eval": view_first_eval,

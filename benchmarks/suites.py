@@ -301,6 +301,7 @@ SUITES: tuple[Suite, ...] = (
 HELPERS: dict[str, str] = {
     "common": "the helpers every script shares (machine, timing, output)",
     "suites": "this table",
+    "targets": "the README's targets table, met or not, from the results of record",
     "readme": "regenerates the docs' tables from the results (`python -m benchmarks.readme`)",
     "scale_data": "the scale suite's synthetic corpus",
     "scale_ours": "the scale suite's build of ours",

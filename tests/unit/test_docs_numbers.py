@@ -92,3 +92,32 @@ def test_the_sample_corpus_names_the_default_fusion() -> None:
     assert default is not None, "configuration.md no longer says which fusion is the default"
     assert default.group(1) == options.DEFAULT_FUSION
     assert f'fusion = "{options.DEFAULT_FUSION}"' in text
+
+
+def _tables(text: str) -> list[str]:
+    """Each Markdown table of ``text`` (consecutive lines starting with ``|``)."""
+    return [t for t in re.findall(r"(?:^\|.*\n?)+", text, flags=re.M) if t.strip()]
+
+
+def test_every_measured_table_of_the_benchmarks_readme_is_generated() -> None:
+    text = readme.README.read_text(encoding="utf-8")
+    outside = _GENERATED.sub("", text)
+    hand_made = [t.splitlines()[0] for t in _tables(outside) if _MEASURED.search(t)]
+    assert hand_made == [], (
+        "benchmarks/README.md has a table of measurements outside a generated block (make "
+        f"it a `<!-- results:NAME -->` or `<!-- view:NAME -->` block): {hand_made}"
+    )
+
+
+def test_a_target_missed_in_its_results_reads_not_met(tmp_path: Path) -> None:
+    """The targets table is judged from the results: a slower run flips its row."""
+    results = tmp_path / "results"
+    shutil.copytree(readme.common.RESULTS_DIR, results)
+    path = results / "mcp-latency.json"
+    data = json.loads(path.read_text())
+    before = readme.VIEWS["targets"](results)
+    data["result"].update(added_p50_ms=7.5, target_met=False)
+    path.write_text(json.dumps(data))
+    after = readme.VIEWS["targets"](results)
+    row = [line for line in after.splitlines() if "remy mcp" in line]
+    assert row and row[0].endswith("| **no** |") and before != after
