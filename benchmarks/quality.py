@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import re
 import shutil
 import sys
 import tempfile
@@ -30,37 +29,10 @@ from typing import Any
 import numpy as np
 
 from benchmarks import common
+from benchmarks import systems as peers
+from benchmarks.systems import DEFAULT_SYSTEMS, SYSTEMS
 
 ALPHAS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
-
-# name -> (label, python modules it needs)
-SYSTEMS: dict[str, tuple[str, tuple[str, ...]]] = {
-    "ours": ("remy lexical / semantic / hybrid (default, rrf, plain convex)", ()),
-    "ours-e2e": (
-        "remy hybrid (default fusion), real MiniLM query embedding",
-        ("sentence_transformers",),
-    ),
-    "ours-rerank": ("remy hybrid rrf + cross-encoder rerank@30", ("sentence_transformers",)),
-    "langchain-ensemble": (
-        "LangChain EnsembleRetriever (BM25 analyzed + Chroma)",
-        ("langchain_classic", "langchain_community", "langchain_chroma", "rank_bm25", "bm25s"),
-    ),
-    "langchain-ensemble-default": (
-        "LangChain EnsembleRetriever (BM25 default split + Chroma)",
-        ("langchain_classic", "langchain_community", "langchain_chroma", "rank_bm25"),
-    ),
-    "llamaindex-fusion": (
-        "LlamaIndex QueryFusionRetriever (BM25 + Chroma, rrf)",
-        ("llama_index.core", "llama_index.retrievers.bm25", "llama_index.vector_stores.chroma"),
-    ),
-}
-DEFAULT_SYSTEMS = (
-    "ours",
-    "ours-e2e",
-    "langchain-ensemble",
-    "langchain-ensemble-default",
-    "llamaindex-fusion",
-)
 
 #: nDCG@10 our team measured earlier (SciFact, CISI) for reference in the report.
 TEAM_REFERENCE = {
@@ -324,137 +296,45 @@ def _ours_rerank(
     }
 
 
-_WORD = re.compile(r"(?u)\b\w\w+\b")
-
-
-def analyzed_preprocess() -> Callable[[str], list[str]]:
-    """A typical 'real' preprocess_func for LangChain's BM25Retriever: lowercase, word
-    regex, English stopwords (bm25s' list), Snowball stemming (PyStemmer)."""
-    import Stemmer
-    from bm25s.stopwords import STOPWORDS_EN
-
-    stem = Stemmer.Stemmer("english").stemWords
-    stop = frozenset(STOPWORDS_EN)
-
-    def preprocess(text: str) -> list[str]:
-        return stem([w for w in _WORD.findall(text.lower()) if w not in stop])
-
-    return preprocess
-
-
-def langchain_embeddings(docs: Any, queries: Any) -> Any:
-    from langchain_core.embeddings import Embeddings
-
-    class CachedEmbeddings(Embeddings):
-        def embed_documents(self, texts: list[str]) -> list[list[float]]:
-            return docs.lookup_many(texts).tolist()
-
-        def embed_query(self, text: str) -> list[float]:
-            return queries.lookup(text).tolist()
-
-    return CachedEmbeddings()
+def _peer(build: Callable[..., peers.Search], ds: Any, **kwargs: Any) -> dict[str, Any]:
+    """Build one peer from :mod:`benchmarks.systems` (timed) and score its hybrid."""
+    started = time.perf_counter()
+    search = build(**kwargs)
+    build_s = time.perf_counter() - started
+    return {"build_s": round(build_s, 3), "modes": {"hybrid": _evaluate(ds, search)}}
 
 
 def _langchain(
     args: argparse.Namespace, ds: Any, chunks: Any, docs: Any, queries: Any, tmp: Path
 ) -> dict[str, Any]:
-    from langchain_chroma import Chroma
-    from langchain_classic.retrievers import EnsembleRetriever
-    from langchain_community.retrievers import BM25Retriever
-    from langchain_core.documents import Document
-
-    lc_docs = [
-        Document(page_content=t, metadata={"chunk_id": c})
-        for c, t in zip(chunks["ids"], chunks["texts"])
-    ]
-    kwargs: dict[str, Any] = {}
-    if args.worker == "langchain-ensemble":
-        kwargs["preprocess_func"] = analyzed_preprocess()
-    started = time.perf_counter()
-    bm25 = BM25Retriever.from_documents(lc_docs, k=args.candidates, **kwargs)
-    store = Chroma.from_documents(
-        lc_docs,
-        embedding=langchain_embeddings(docs, queries),
+    return _peer(
+        peers.build_langchain,
+        ds,
+        texts=list(chunks["texts"]),
         ids=list(chunks["ids"]),
-        collection_name="bench",
-        persist_directory=str(tmp / "chroma"),
+        table=docs,
+        queries=queries,
+        root=tmp / "chroma",
+        k=args.candidates,
+        analyzed=args.worker == "langchain-ensemble",
     )
-    dense = store.as_retriever(search_kwargs={"k": args.candidates})
-    ensemble = EnsembleRetriever(retrievers=[bm25, dense], weights=[0.5, 0.5], id_key="chunk_id")
-    build_s = time.perf_counter() - started
-
-    def rank(q: str) -> list[tuple[str, float]]:
-        found = ensemble.invoke(q)
-        return [(d.metadata["chunk_id"], float(len(found) - i)) for i, d in enumerate(found)]
-
-    return {"build_s": round(build_s, 3), "modes": {"hybrid": _evaluate(ds, rank)}}
-
-
-def llamaindex_embedding(docs: Any, queries: Any) -> Any:
-    from llama_index.core.embeddings import BaseEmbedding
-    from pydantic import PrivateAttr
-
-    class CachedEmbedding(BaseEmbedding):
-        _docs: Any = PrivateAttr()
-        _queries: Any = PrivateAttr()
-
-        def __init__(self, docs: Any, queries: Any) -> None:
-            super().__init__(model_name="cached-all-MiniLM-L6-v2")
-            self._docs = docs
-            self._queries = queries
-
-        def _get_query_embedding(self, query: str) -> list[float]:
-            return self._queries.lookup(query).tolist()
-
-        async def _aget_query_embedding(self, query: str) -> list[float]:
-            return self._get_query_embedding(query)
-
-        def _get_text_embedding(self, text: str) -> list[float]:
-            return self._docs.lookup(text).tolist()
-
-    return CachedEmbedding(docs, queries)
 
 
 def _llamaindex(
     args: argparse.Namespace, ds: Any, chunks: Any, docs: Any, queries: Any, tmp: Path
 ) -> dict[str, Any]:
-    import chromadb
-    from llama_index.core import Settings, StorageContext, VectorStoreIndex
-    from llama_index.core.llms import MockLLM
-    from llama_index.core.retrievers import QueryFusionRetriever
-    from llama_index.core.schema import TextNode
-    from llama_index.retrievers.bm25 import BM25Retriever
-    from llama_index.vector_stores.chroma import ChromaVectorStore
-
-    embed_model = llamaindex_embedding(docs, queries)
-    Settings.embed_model = embed_model
-    Settings.llm = MockLLM()
-    nodes = [
-        TextNode(id_=c, text=t, embedding=docs.lookup(t).tolist())
-        for c, t in zip(chunks["ids"], chunks["texts"])
-    ]
-    started = time.perf_counter()
-    client = chromadb.PersistentClient(path=str(tmp / "chroma"))
-    collection = client.get_or_create_collection("bench")
-    storage = StorageContext.from_defaults(
-        vector_store=ChromaVectorStore(chroma_collection=collection)
+    texts = list(chunks["texts"])
+    return _peer(
+        peers.build_llamaindex,
+        ds,
+        texts=texts,
+        ids=list(chunks["ids"]),
+        vectors=docs.lookup_many(texts),
+        table=docs,
+        queries=queries,
+        root=tmp / "chroma",
+        k=args.candidates,
     )
-    index = VectorStoreIndex(nodes, storage_context=storage, embed_model=embed_model)
-    bm25 = BM25Retriever.from_defaults(nodes=nodes, similarity_top_k=args.candidates)
-    fusion = QueryFusionRetriever(
-        [index.as_retriever(similarity_top_k=args.candidates), bm25],
-        similarity_top_k=args.candidates,
-        num_queries=1,
-        mode="reciprocal_rerank",
-        use_async=False,
-        llm=MockLLM(),
-    )
-    build_s = time.perf_counter() - started
-
-    def rank(q: str) -> list[tuple[str, float]]:
-        return [(n.node.node_id, float(n.score or 0.0)) for n in fusion.retrieve(q)]
-
-    return {"build_s": round(build_s, 3), "modes": {"hybrid": _evaluate(ds, rank)}}
 
 
 # -- driver -------------------------------------------------------------------------------------

@@ -16,7 +16,7 @@ table inside the timed call.
 This module is the driver (one worker process per size, then the report) and the
 worker. The rest lives beside it: the corpus and shared settings in
 :mod:`benchmarks.scale_data`, ours in :mod:`benchmarks.scale_ours`, the peers in
-:mod:`benchmarks.scale_peers`, the markdown, targets and plot in
+:mod:`benchmarks.systems`, the markdown, targets and plot in
 :mod:`benchmarks.scale_report`.
 """
 
@@ -42,12 +42,14 @@ from benchmarks.scale_data import (
     TENANTS,
     VOCAB,
     WHERE,
+    chunk_ids,
     data_dir,
     load,
+    tenant,
 )
 from benchmarks.scale_ours import build_ours, bulk_ours, ours_probe, reuse_ours
-from benchmarks.scale_peers import build_bm25s, build_langchain, build_llamaindex, build_rank_bm25
 from benchmarks.scale_report import markdown, plot, targets
+from benchmarks.systems import build_bm25s, build_langchain, build_llamaindex, build_rank_bm25
 
 # -- worker --------------------------------------------------------------------------------------
 
@@ -152,18 +154,20 @@ def worker(args: argparse.Namespace) -> dict[str, Any]:
             print(f"[scale] {n:,}: add/delete 1,000 probe", flush=True)
             result["ours_add_delete_1000"] = ours_probe(r, embedder, texts, n)
         result["ours_total_s"] = round(time.perf_counter() - t0, 1)
-        # 2. peers.
+        # 2. peers, over ours' chunk ids (one chunk per document, tenant metadata).
         del ours_only
+        ids = chunk_ids(len(texts))
+        metas = [{"tenant": tenant(i)} for i in range(len(texts))]
         if "bm25s" in args.peers and common.has_module("bm25s", "Stemmer"):
             with _measure(builds, "bm25s"):
-                systems["bm25s"] = build_bm25s(texts)
+                systems["bm25s"] = build_bm25s(texts, ids)
         if (
             "rank_bm25" in args.peers
             and n <= args.rank_bm25_max
             and common.has_module("langchain_community", "rank_bm25", "bm25s")
         ):
             with _measure(builds, "langchain-bm25 (rank_bm25)"):
-                systems["langchain-bm25 (rank_bm25)"] = build_rank_bm25(texts)
+                systems["langchain-bm25 (rank_bm25)"] = build_rank_bm25(texts, ids)
         if n <= args.peer_max:
             table = common.VectorTable(texts, vectors)
             shared = r if args.peer_chroma == "shared" else None
@@ -173,7 +177,13 @@ def worker(args: argparse.Namespace) -> dict[str, Any]:
             ):
                 with _measure(builds, "langchain-ensemble"):
                     systems["langchain-ensemble"] = build_langchain(
-                        texts, table, queries, tmp / "langchain", shared
+                        texts,
+                        ids,
+                        table,
+                        queries,
+                        tmp / "langchain",
+                        metadatas=metas,
+                        shared=shared,
                     )
                 if "langchain-bm25 (rank_bm25)" not in systems:
                     # The ensemble's own BM25 branch: LangChain's rank_bm25 path.
@@ -186,7 +196,14 @@ def worker(args: argparse.Namespace) -> dict[str, Any]:
             ):
                 with _measure(builds, "llamaindex-fusion"):
                     systems["llamaindex-fusion"] = build_llamaindex(
-                        texts, vectors, table, queries, tmp / "llamaindex", shared
+                        texts,
+                        ids,
+                        vectors,
+                        table,
+                        queries,
+                        tmp / "llamaindex",
+                        metadatas=metas,
+                        shared=shared,
                     )
         result["peer_builds"] = builds
         result["peer_disk_mib"] = {
@@ -377,7 +394,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     data["targets"] = targets(data)
     common.write_results(args.out, args.name, data, markdown(data))
     plot(data, args.out / f"{args.name}.png")
-    return 0
+    # A size whose worker failed is recorded, and fails the run (the quick suite sees it).
+    return 1 if any("error" in size for size in data["sizes"]) else 0
 
 
 if __name__ == "__main__":

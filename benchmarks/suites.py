@@ -176,7 +176,8 @@ SUITES: tuple[Suite, ...] = (
                     f"{_SCALE_1M} --peers bm25s --name scale-1m",
                     f"{_SCALE_1M} --peers bm25s --ef-construction 32 --name scale-1m-efc32",
                 ),
-                "--sizes 300 --queries 10 --peers --probe-min 300 --name scale-quick",
+                "--sizes 1200 --queries 10 --peers bm25s rank_bm25 langchain llamaindex "
+                "--peer-chroma shared --probe-min 1200 --name scale-quick",
                 "scale-quick.json",
             ),
             _s(
@@ -305,7 +306,7 @@ HELPERS: dict[str, str] = {
     "readme": "regenerates the docs' tables from the results (`python -m benchmarks.readme`)",
     "scale_data": "the scale suite's synthetic corpus",
     "scale_ours": "the scale suite's build of ours",
-    "scale_peers": "the scale suite's peer systems",
+    "systems": "the peer systems (LangChain, LlamaIndex, bm25s, rank_bm25) both suites build",
     "scale_report": "the scale suite's tables and plot",
     "sweep_data": "the branch data of the offline fusion sweeps",
     "sweep_bm25": "BM25 recomputed offline for the sweeps",
