@@ -388,9 +388,14 @@ def md_table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
     return "\n".join(lines)
 
 
+def write_json(path: Path, data: Any) -> None:
+    """One results file: indented JSON (numpy values as numbers), its folder made."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=2, default=_json_default) + "\n")
+
+
 def write_results(out_dir: Path, name: str, data: Mapping[str, Any], markdown: str) -> None:
-    out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / f"{name}.json").write_text(json.dumps(data, indent=2, default=_json_default) + "\n")
+    write_json(out_dir / f"{name}.json", data)
     (out_dir / f"{name}.md").write_text(markdown.rstrip() + "\n")
     print(f"wrote {out_dir / (name + '.json')} and {out_dir / (name + '.md')}")
 

@@ -288,7 +288,7 @@ def main() -> None:
         "rows": {n: {col: list(v) for col, v in row.items()} for n, row in table.items()},
         "machine": common.machine(),
     }
-    Path(f"{args.out}.json").write_text(json.dumps(out, indent=1) + "\n")
+    common.write_json(Path(f"{args.out}.json"), out)
     Path(f"{args.out}.md").write_text(render(out))
     print(render(out))
 

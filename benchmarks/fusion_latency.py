@@ -77,7 +77,7 @@ def main() -> None:
         print(ds.name, out["datasets"][ds.name], flush=True)
     out["machine"] = common.finish_machine(out["machine"])
     target = common.RESULTS_DIR / "fusion-latency.json"
-    target.write_text(json.dumps(out, indent=1) + "\n")
+    common.write_json(target, out)
     print(f"wrote {target}")
 
 

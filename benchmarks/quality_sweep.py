@@ -356,7 +356,7 @@ def main() -> None:
         "rows": rows,
     }
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / f"{name}.json").write_text(json.dumps(out, indent=1) + "\n")
+    common.write_json(args.out / f"{name}.json", out)
     print(f"wrote {args.out / (name + '.json')}")
 
 

@@ -73,7 +73,7 @@ def main() -> None:
     md += "| step | ms per query |\n|---|---|\n"
     md += "".join(f"| {name} | {ms:.4f} |\n" for name, ms in rows)
     md += f"\nWith signals / fixed: {out['ratio']:.3f}x.\n"
-    (common.RESULTS_DIR / "signal-latency.json").write_text(json.dumps(out, indent=1) + "\n")
+    common.write_json(common.RESULTS_DIR / "signal-latency.json", out)
     (common.RESULTS_DIR / "signal-latency.md").write_text(md)
     print(md)
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import json
 import os
 import random
 import shutil
@@ -35,13 +34,15 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(REPO / "tests" / "integration" / "reliability"))
 sys.path.insert(0, str(REPO))
-os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from benchmarks import common  # noqa: E402
+
+for _key, _value in common.WORKER_ENV.items():  # offline, no telemetry, before remy loads
+    os.environ.setdefault(_key, _value)
 
 import numpy as np  # noqa: E402
 from remy_reliability_support import TokenHashEmbedder, ZipfText  # noqa: E402
 
-from benchmarks import common  # noqa: E402
 from remy_retriever import Document, Retriever  # noqa: E402
 
 MODES = ("semantic", "lexical", "hybrid")
@@ -263,7 +264,7 @@ def main(argv: list[str] | None = None) -> int:
         warmup=args.warmup,
     )
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / f"{args.name}.json").write_text(json.dumps(report, indent=2) + "\n")
+    common.write_json(args.out / f"{args.name}.json", report)
     (args.out / f"{args.name}.md").write_text(markdown(report))
     print(markdown(report))
     return 0 if report["passed"] else 1

@@ -168,7 +168,7 @@ def main() -> None:
     folder = Path(args.out)
     folder.mkdir(parents=True, exist_ok=True)
     out = folder / "synthetic-tune.json"
-    out.write_text(json.dumps(results, indent=1) + "\n")
+    common.write_json(out, results)
     (folder / "synthetic-tune.md").write_text(_table(results))
     print(f"wrote {out}")
 

@@ -116,7 +116,7 @@ def main() -> None:
         print(name, json.dumps(results[name], indent=1), flush=True)
     results["library_defaults"] = defaults()
     out = common.RESULTS_DIR / "tune-holdout.json"
-    out.write_text(json.dumps(results, indent=1) + "\n")
+    common.write_json(out, results)
     print(f"wrote {out}")
 
 
