@@ -6,15 +6,16 @@
     python -m benchmarks run --quick           # every suite on small data (CI runs this)
 
 A run of record writes ``benchmarks/results``; then ``python -m benchmarks.readme``
-regenerates the docs' tables. ``--quick`` writes only to its scratch folder (``--scratch``,
-default a fresh temporary folder) and checks that every step exits 0 and writes the
-results files it names; it checks no speed.
+regenerates the docs' tables. ``--quick`` writes only to its scratch folder (``--scratch``;
+default a fresh temporary folder, removed when every step passed) and checks that every
+step exits 0 and writes the results files it names; it checks no speed.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -96,6 +97,8 @@ def run(names: Sequence[str], *, quick: bool, scratch: Path | None, base: str | 
     print(f"{len(chosen)} suite(s) in {total:.0f}s; results in {places['out']}")
     for line in failures:
         print(f"FAILED {line}", file=sys.stderr)
+    if quick and scratch is None and not failures:
+        shutil.rmtree(Path(places["out"]).parent, ignore_errors=True)  # kept when one fails
     return 1 if failures else 0
 
 
