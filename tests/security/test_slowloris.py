@@ -16,6 +16,8 @@ import httpx
 import pytest
 from remy_listeners import KEY, running
 
+pytestmark = pytest.mark.sleepy
+
 pytest.importorskip("fastapi", reason="the server extra is not installed")
 
 SLOW_CLIENTS = 1100

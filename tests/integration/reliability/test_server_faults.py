@@ -24,7 +24,7 @@ from remy_reliability_support import (
 from remy_retriever import Document, Retriever, ServerUnavailableError
 from remy_retriever.util.retry import RetryPolicy
 
-pytestmark = pytest.mark.server
+pytestmark = [pytest.mark.server, pytest.mark.sleepy]
 _names = itertools.count()
 
 

@@ -10,6 +10,8 @@ from types import ModuleType
 
 import pytest
 
+pytestmark = pytest.mark.sleepy
+
 SOAK = Path(__file__).resolve().parents[3] / "benchmarks" / "soak.py"
 
 
