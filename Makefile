@@ -5,7 +5,10 @@
 #               .venv-sdk5 with the supermemory 5.x SDK (the v5 tests drive it)
 #   make demo   run examples/quickstart.py against the bundled corpus
 #   make dist   build the wheel and the sdist into dist/ (the README's install lines)
-#   make test   run the test suite offline (no model downloads)
+#   make test   run the test suite offline (no model downloads): every test, as CI does
+#   make test-fast  the edit loop: leaves out tests that wait on real time (sleepy), need
+#               the real model or a large corpus (slow), a Chromium (browser) or a
+#               `chroma run` server (server); run `make test` before you push
 #   make lint   ruff check, ruff format --check, mypy --strict, lint-imports (CI runs it)
 #   make clean  remove .venv and caches
 
@@ -39,7 +42,7 @@ TEST_DIRS := $(wildcard tests integrations/*/tests)
 
 TEST_ENV := HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 ANONYMIZED_TELEMETRY=False TOKENIZERS_PARALLELISM=false
 
-.PHONY: venv demo dist test lint clean
+.PHONY: venv demo dist test test-fast lint clean
 
 venv: $(STAMP) $(SDK5_STAMP)
 
@@ -64,6 +67,11 @@ dist: venv
 
 test: venv
 	$(TEST_ENV) $(PY) -m pytest -q $(TEST_DIRS)
+
+FAST_LANE := not sleepy and not slow and not browser and not server
+
+test-fast: venv
+	$(TEST_ENV) $(PY) -m pytest -q -m '$(FAST_LANE)' $(TEST_DIRS)
 
 lint: venv
 	$(VENV)/bin/ruff check .

@@ -55,9 +55,9 @@ __all__ = [
 ]
 
 #: The default largest document, in bytes of UTF-8 text (``Retriever(max_document_bytes=)``).
-#: With the default model, a 1 MiB text document takes about a minute to chunk and embed
-#: on 2 cores; at 10 MiB a single document already costs minutes, and most larger files
-#: are logs or data dumps rather than documents.
+#: Chunking and embedding cost grows with a document's size, so past this one document
+#: holds an ingest up for minutes with the default model on a small machine, and most
+#: larger files are logs or data dumps rather than documents.
 DEFAULT_MAX_DOCUMENT_BYTES = 10 * 2**20
 #: Pseudo-filesystems: nothing under them is a document, and reading can block or leak.
 _PSEUDO_ROOTS = ("/proc", "/sys", "/dev")

@@ -36,15 +36,14 @@ __all__ = [
 
 #: ``embedder_backend`` values: sentence-transformers on torch; ONNX Runtime in fp32
 #: (the same vectors as torch, to 1e-5); ONNX Runtime with int8 weights (a different
-#: embedder: a collection built with it refuses the others). Measured in
-#: benchmarks/README.md (the ONNX backends section).
+#: embedder: a collection built with it refuses the others). Their speed and quality
+#: are in the embedder tables of benchmarks/README.md.
 BACKENDS = ("torch", "onnx", "onnx-int8")
 #: The backend new collections of the default model get when the ``[onnx]`` extra is
-#: installed: the fastest within the quality bound of issue #18 (a loss of at most
-#: 0.005 nDCG@10 against torch). In one run on 2 cores int8 ingested 2.7-3.1x as fast
-#: as torch with a hybrid loss of 0.0016-0.0033, where fp32 ingested 1.9-2.1x as fast
-#: and lost nothing (benchmarks/README.md, section 8). ``embedder_backend="onnx"`` keeps
-#: torch's exact vectors, and collections a torch-only install can open.
+#: installed: the fastest backend whose search quality stays within the embedder target
+#: against torch (the target, and whether it is met, are in benchmarks/README.md; the
+#: int8 record in docs/decisions/ says how the recipe was chosen). ``embedder_backend=
+#: "onnx"`` keeps torch's exact vectors, and collections a torch-only install can open.
 _DEFAULT_ONNX_BACKEND = "onnx-int8"
 _ONNX_MODULES = ("onnxruntime", "onnx", "filelock")
 
@@ -189,7 +188,8 @@ class SentenceTransformerEmbedder:
 
     def _counter(self) -> Any:
         """A copy of the model's Rust tokenizer with padding and truncation off; its
-        ``encode_batch_fast`` skips offsets and is ~25% faster than the Python wrapper."""
+        ``encode_batch_fast`` skips offsets, which counting tokens never needs, so it does
+        less work than the Python wrapper."""
         if not hasattr(self, "_fast_counter"):
             backend = getattr(self.model.tokenizer, "backend_tokenizer", None)
             counter = None

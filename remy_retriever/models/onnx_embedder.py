@@ -71,8 +71,8 @@ class OnnxEmbedder:
     int8. Dynamic int8 quantization takes one activation scale per run, so in a batch a
     text's vector would depend on its neighbours, and nDCG@10 moved with the order
     documents arrived in. One text per run gives every text its own vector, the same a
-    query gets, and on 2 cores it embedded as fast as batches of 32
-    (benchmarks/README.md, section 8).
+    query gets, without slowing ingest down (the embedder tables of
+    benchmarks/README.md compare the two).
 
     Threads (ONNX Runtime intra-op threads; inter-op is 1, and idle threads do not spin,
     so a shared machine is not burnt waiting):
@@ -87,8 +87,8 @@ class OnnxEmbedder:
 
     Each setting gets its own ONNX Runtime session (one when they are equal), created
     on first use (opening a collection embeds a probe both ways, so both exist once a
-    ``Retriever`` is open). Each session holds its own copy of the weights: about 90 MB
-    for fp32 MiniLM, 60 MB for int8 (the token embeddings stay fp32).
+    ``Retriever`` is open). Each session holds its own copy of the weights, so two
+    settings cost two copies (an int8 copy is smaller; its token embeddings stay fp32).
 
     Setup:
         ``pip install 'remy-retriever[onnx]'``; the model is exported from the local

@@ -276,15 +276,15 @@ def _quantize(fp32: Path, out: Path) -> None:
     """Dynamic int8 quantization of the weight matrices: signed int8 weights with one
     scale per output channel, activations quantized per batch at run time. Only MatMuls
     with a constant weight are quantized: quantizing the attention products (activation
-    by activation) too, or one scale per matrix, cost MiniLM far more (cosine to the
-    fp32 vectors 0.90-0.93 on SciFact abstracts, against 0.992-0.995 like this).
+    by activation) too, or one scale per matrix, moved MiniLM's vectors much further from
+    the fp32 ones.
 
     The feed-forward output projections stay fp32 (:func:`_fp32_matmuls`): their input
     is the GELU output, whose few large values stretch the one activation scale a
-    dynamic quantization gets per batch, so every small value loses its precision. With
-    them quantized, SciFact lost 0.0065 nDCG@10 in hybrid search (0.0039 semantic, exact
-    kNN), over the 0.005 bound; without, 0.0045. Keeping them fp32 leaves a third of the
-    weight-matrix work in fp32 (benchmarks/README.md, section 8)."""
+    dynamic quantization gets per batch, so every small value loses its precision; with
+    them quantized the search quality fell outside the embedder target, without them it
+    stays inside. Keeping them fp32 leaves part of the weight-matrix work in fp32. The
+    recipes tried and their numbers are in the int8 record under docs/decisions/."""
     try:
         import onnx  # lazy: [onnx]
         from onnxruntime.quantization import QuantType, quantize_dynamic  # lazy: [onnx]

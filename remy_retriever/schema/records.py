@@ -12,14 +12,13 @@ A chunk record in Chroma (see :func:`pack`):
 * the record's text under :data:`TEXT_KEY`, not in Chroma's ``documents`` field: Chroma
   full-text-indexes ``documents`` for its own ``where_document`` search, which remy never
   uses (the lexical index is ours), and that indexing was the largest part of a write
-  (about 800 records/s with the text there, 1,350/s with it in metadata; records of 120
-  words, 384-d vectors, 2-core machine);
+  (measured in the Chroma write-path record under docs/decisions/);
 * the user's metadata, the document id (:data:`DOCUMENT_ID_KEY`) and the last change
   (:data:`UPDATED_MS_KEY`) as flat keys: those are what Chroma filters on;
 * every other bookkeeping key (position, offsets, heading path, hashes, timestamps,
   title/url/path/type) packed into one JSON string under :data:`PACKED_KEY`: Chroma
-  stores a SQLite row per metadata key, and packing took chunk writes from 1.31 s to
-  1.08 s per 1,000 records at 10k.
+  stores a SQLite row per metadata key, so fewer keys make every chunk write cheaper
+  (the same record).
 
 A document-table record (one per document, read by id only) packs all of its metadata.
 """

@@ -50,9 +50,9 @@ def search_documents(
     to [0, 1]; lexical: BM25 over the query's BM25 ceiling; hybrid: the mean of those
     two; reranked: the reranker's 0-1; details and measurements in
     :mod:`remy_retriever.search.calibration`). A **document's score is the maximum of its chunk
-    scores**, and documents are ordered by it (on SciFact the best chunk ranked documents
-    better than the mean, a noisy-or or max + 0.1 * rest: hybrid nDCG@10 0.721 against
-    0.713, 0.620 and 0.709).
+    scores**, and documents are ordered by it (it ranked documents better than the mean, a
+    noisy-or or the best plus a share of the rest; the comparison is in
+    :mod:`remy_retriever.search.calibration`).
 
     Chunks: a retrieved chunk is relevant (``isRelevant``) when its score is at least
     ``chunk_threshold``; a document is returned only if it has a relevant chunk and its

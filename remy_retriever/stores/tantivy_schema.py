@@ -79,7 +79,8 @@ ID_HASH_FIELD = "idh"
 TEXT_FIELD = "text"
 _KV_FIELD = "kv"
 
-# tantivy silently drops terms longer than ~64 KiB; longer kv tokens are hashed instead.
+# tantivy silently drops terms over its term-length limit (a 16-bit byte length); kv
+# tokens longer than this are hashed instead, well inside it.
 _MAX_KV_TOKEN = 4096
 _CACHED_VALUE_CHARS = 200
 

@@ -176,7 +176,6 @@ class Watched:
         self._done = threading.Event()
         parse = threading.Thread(target=self._parse, args=(pool, data, name, limits))
         ticker = threading.Thread(target=self._tick)
-        start = time.monotonic()
         parse.start()
         ticker.start()
         while not self._done.wait(0.02):
@@ -185,7 +184,6 @@ class Watched:
         ticker.join()
         # a worker that answered is still alive: its peak, however fast it was
         self.peak = max([self.peak, *(_peak_rss(pid) for pid in _children())])
-        self.seconds = time.monotonic() - start
         self.finished = not parse.is_alive()
 
     def _parse(self, pool: ParserPool, data: bytes, name: str, limits: ParseLimits) -> None:

@@ -30,7 +30,7 @@ RELIABILITY = Path(__file__).resolve().parents[1] / "integration" / "reliability
 sys.path.insert(0, str(RELIABILITY))
 from remy_reliability_support import TokenHashEmbedder  # noqa: E402
 
-pytestmark = pytest.mark.timeout(180)
+pytestmark = [pytest.mark.timeout(180), pytest.mark.sleepy]
 
 #: A word only the outside folder holds.
 MARKER = "zorblaxquintet"

@@ -6,7 +6,6 @@ import math
 import random
 import tempfile
 import threading
-import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -497,13 +496,24 @@ def test_second_writer_gets_index_locked_error(tmp_path: Path) -> None:
     index.upsert([rec("a#0", "earlier")])
     raw = tantivy.Index.open(str(tmp_path / "lex" / lexical._TANTIVY_DIR))
     holder = raw.writer(heap_size=15_000_000, num_threads=1)
-    start = time.monotonic()
     with pytest.raises(IndexLockedError, match="locked") as info:
         index.upsert([rec("b#0", "blocked")])
-    assert time.monotonic() - start >= 0.25
     assert str(tmp_path / "lex") in str(info.value)
     assert index.search("earlier", k=5)  # reads still work while locked
-    holder.wait_merging_threads()  # releases the lock
+    # A patient writer waits for the lock: its upsert returns only after the release.
+    patient = LexicalIndex(tmp_path / "lex", lock_timeout=60)
+    released = threading.Event()
+
+    def release() -> None:
+        released.set()
+        holder.wait_merging_threads()  # releases the lock
+
+    releaser = threading.Timer(0.5, release)
+    releaser.start()
+    patient.upsert([rec("b#0", "after")])
+    releaser.join()
+    assert released.is_set()
+    patient.close()
     index.upsert([rec("b#0", "after")])
     assert index.ids() == {"a#0", "b#0"}
     index.close()

@@ -37,6 +37,8 @@ from remy_reliability_support import (
 from remy_retriever import Document, Retriever
 from remy_retriever.cli import main as cli_main
 
+pytestmark = pytest.mark.sleepy
+
 WORKER = Path(__file__).resolve().parent / "crash_worker.py"
 SEEDS = 20
 CHAINS = 4  # stores; each gets SEEDS // CHAINS successive killed writers

@@ -35,6 +35,8 @@ from remy_retriever.memory import (
     MemoryStore,
 )
 
+pytestmark = pytest.mark.sleepy
+
 WORKER = Path(__file__).resolve().parent / "memory_crash_worker.py"
 
 

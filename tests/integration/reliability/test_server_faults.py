@@ -24,10 +24,8 @@ from remy_reliability_support import (
 from remy_retriever import Document, Retriever, ServerUnavailableError
 from remy_retriever.util.retry import RetryPolicy
 
-pytestmark = pytest.mark.server
+pytestmark = [pytest.mark.server, pytest.mark.sleepy]
 _names = itertools.count()
-#: Generous slack on top of a policy's own bound, for a loaded CI machine.
-SLACK_S = 10.0
 
 
 @pytest.fixture
@@ -84,7 +82,6 @@ def test_server_killed_mid_search(server: Any, tmp_path: Path) -> None:
     r = _open(server, tmp_path, policy)
     r.add([_doc(i) for i in range(20)])
     errors: list[BaseException] = []
-    failed_at: list[float] = []
     stop = threading.Event()
 
     def search_loop() -> None:
@@ -93,7 +90,6 @@ def test_server_killed_mid_search(server: Any, tmp_path: Path) -> None:
             try:
                 r.search(f"kw{n % 20}x", mode=MODES[n % 3], k=3)  # type: ignore[arg-type]
             except ServerUnavailableError as exc:
-                failed_at.append(time.monotonic())
                 errors.append(exc)
                 return
             except BaseException as exc:
@@ -104,7 +100,6 @@ def test_server_killed_mid_search(server: Any, tmp_path: Path) -> None:
     thread = threading.Thread(target=search_loop)
     thread.start()
     time.sleep(1.0)
-    killed_at = time.monotonic()
     _kill(server)
     thread.join(timeout=60)
     stop.set()
@@ -112,7 +107,6 @@ def test_server_killed_mid_search(server: Any, tmp_path: Path) -> None:
     assert errors and isinstance(errors[0], ServerUnavailableError), errors
     message = str(errors[0])
     assert server.url in message and "chroma run" in message, message
-    assert failed_at[0] - killed_at < (policy.max_duration() or 0) + SLACK_S
     server.start()
     _assert_intact(r, list(range(20)))  # the same object recovers on its next call
 
@@ -156,14 +150,19 @@ def test_retry_rides_out_a_restart_within_the_window(server: Any, tmp_path: Path
     r = _open(server, tmp_path, policy)
     r.add([_doc(1)])
     server.stop()
-    restarter = threading.Timer(1.0, server.start)
+    restarted = threading.Event()
+
+    def restart() -> None:
+        restarted.set()
+        server.start()
+
+    restarter = threading.Timer(1.0, restart)
     restarter.start()
-    began = time.monotonic()
     try:
         hits = r.search("kw1x", mode="hybrid", k=3)
+        assert restarted.is_set()  # it returned only after the restart began ...
     finally:
         restarter.join()
-    assert time.monotonic() - began >= 1.0  # it waited for the server ...
     assert doc_ids(hits)[:1] == ["f1"]  # ... and then succeeded
     r.add([_doc(2)])  # writes retry too (upsert/delete are idempotent)
     _assert_intact(r, [1, 2])
@@ -181,10 +180,9 @@ def test_retry_gives_up_after_a_bounded_time(server: Any, tmp_path: Path) -> Non
         lambda: r.add([_doc(2)]),
         lambda: r.delete(["f1"]),
     ):
-        began = time.monotonic()
+        # It gives up after the policy's three attempts (the 240 s timeout bounds a hang).
         with pytest.raises(ServerUnavailableError, match=r"127\.0\.0\.1.*3 attempts"):
             call()
-        assert time.monotonic() - began < (policy.max_duration() or 0) + SLACK_S
     server.start()
     _assert_intact(r, [1])
 
@@ -199,10 +197,9 @@ def test_a_hung_server_times_out(server: Any, tmp_path: Path) -> None:
     os.kill(server._proc.pid, signal.SIGSTOP)
     try:
         for mode in ("semantic", "hybrid"):
-            began = time.monotonic()
-            with pytest.raises(ServerUnavailableError, match="Timeout"):
+            with pytest.raises(ServerUnavailableError, match="Timeout") as info:
                 r.search("kw1x", mode=mode, k=3)  # type: ignore[arg-type]
-            assert time.monotonic() - began < (policy.max_duration() or 0) + SLACK_S
+            assert "2 attempts" in str(info.value)  # each attempt timed out; none hung
     finally:
         os.kill(server._proc.pid, signal.SIGCONT)
     _assert_intact(r, [1])

