@@ -48,10 +48,9 @@ from .stores.chroma import open_client
 from .stores.dense import check_hnsw
 from .stores.document_table import TABLE_SUFFIX, StoredDocument
 from .stores.identity import prepare_embedder
-from .stores.opening import check_location, open_stores
+from .stores.opening import LexicalChoice, check_location, open_stores
 from .stores.reachability import DOCTOR_SAMPLE, checked_sample
 from .stores.sync import DoctorReport
-from .stores.tantivy_schema import check_bm25_statistics
 from .supermemory.responses import DocumentSearchResponse
 from .util.progress import show_progress
 from .util.retry import RetryPolicy
@@ -100,7 +99,8 @@ class Retriever:
     subset) applies to a collection created now; an existing one must match.
     ``reembed=True`` re-embeds every chunk with ``embedder``; else another model than the
     collection's is refused (:mod:`.stores.identity`). ``embedder_backend``: ``"torch"``,
-    ``"onnx"``, ``"onnx-int8"``, or ``None`` for what the collection records (README)."""
+    ``"onnx"``, ``"onnx-int8"``, or ``None`` for what the collection records (README).
+    ``analyzer="german"``, ``reanalyze``: lexical analysis (:mod:`.stores.analyzer_choice`)."""
 
     def __init__(
         self,
@@ -121,9 +121,11 @@ class Retriever:
         bm25_statistics: str = "collection",
         max_document_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES,
         reembed: bool = False,
+        analyzer: str | None = None,
+        reanalyze: bool = False,
     ) -> None:
         check_hnsw(hnsw)  # before anything is opened or created
-        filter_statistics = check_bm25_statistics(bm25_statistics)
+        lexical = LexicalChoice.checked(bm25_statistics, analyzer, reanalyze=reanalyze)
         self.max_document_bytes = check_int("max_document_bytes", max_document_bytes, hi=2**62)
         lexical_dir = check_location(path, client, collection, lexical_path)
         prepared = prepare_embedder(embedder, reembed=reembed, backend=embedder_backend)
@@ -137,9 +139,9 @@ class Retriever:
             retry=retry,
             hnsw=hnsw,
             lock_timeout=lock_timeout,
+            lexical=lexical,
         )
         self._sync = stores.sync
-        self._sync.lexical.filter_statistics = filter_statistics
         self._ingestor = Ingestor(self._sync)
         self._pipeline = SearchPipeline(self._sync)
         self._searches = Searches(self._pipeline)
@@ -149,8 +151,7 @@ class Retriever:
         self.reranker = resolve_reranker(reranker, None) if reranker is not None else None
         self._max_tokens = max_tokens
         self._sync.settle_identity()
-        # Catches up with other writers; after an interrupted write (dirty flag, writer
-        # lock free) makes every document whole first; rebuilds a discarded index.
+        # Catch up with other writers (after an interrupted write: repair first).
         self._sync.catch_up()
 
     @classmethod
@@ -163,8 +164,7 @@ class Retriever:
         lexical_path: str | os.PathLike[str] | None = None,
         **kwargs: Any,
     ) -> Retriever:
-        """Connect to a Chroma server (``chroma run``); :class:`ServerUnavailableError`
-        naming ``host:port`` when it is down."""
+        """Connect to a Chroma server (``chroma run``); ServerUnavailableError if down."""
         try:
             client = chromadb.HttpClient(host=host, port=port)
         except Exception as exc:
@@ -267,8 +267,7 @@ class Retriever:
         return self._ingestor.delete(document_ids)
 
     def rebuild_lexical(self) -> int:
-        """Rebuild the lexical index from Chroma's content (it is derived data: this
-        repairs anything that went wrong with it). Returns the chunks indexed."""
+        """Rebuild the lexical index from Chroma (derived data); returns chunks indexed."""
         return self._sync.rebuild_lexical()
 
     def doctor(

@@ -26,6 +26,7 @@ from ..errors import (
 from ..models.embeddings import BACKENDS as EMBEDDER_BACKENDS
 from ..models.rerankers import DEFAULT_RERANKER, CrossEncoderReranker, Reranker, local_model
 from ..retriever import Retriever, list_collections
+from ..text.analyzers import ANALYZER_NAMES
 
 if TYPE_CHECKING:
     from ..memory import MemoryStore
@@ -71,6 +72,12 @@ EMBEDDER_HELP = (
     "sentence-transformers model name or local model directory to embed with (default: "
     "the model the collection records; needed for one built with a custom embedder)"
 )
+ANALYZER_HELP = (
+    "lexical analyser of a new collection: english, another Snowball language (german, "
+    "french, ...), cjk, code or simple (default: what the collection records; another "
+    "needs --reanalyze)"
+)
+REANALYZE_HELP = "re-index the BM25 index with --analyzer and record it in the collection"
 
 BACKEND_HELP = (
     "how the model runs: torch, onnx (ONNX Runtime fp32, torch's vectors) or onnx-int8 "
@@ -125,7 +132,7 @@ def add_store_flags(
     parser: argparse.ArgumentParser, *, collection: str = "docs", collection_help: str | None = None
 ) -> None:
     """Add ``--db``, ``--server``, ``--lexical-path``, ``--collection`` (default
-    ``collection``) and ``--embedder``."""
+    ``collection``), ``--embedder`` and ``--analyzer``."""
     parser.add_argument("--db", default=None, help=DB_HELP)
     parser.add_argument("--server", default=None, metavar="HOST:PORT", help=SERVER_HELP)
     parser.add_argument("--lexical-path", default=None, metavar="DIR", help=LEXICAL_HELP)
@@ -133,6 +140,10 @@ def add_store_flags(
         "--collection", default=collection, help=collection_help or "the collection to use"
     )
     add_embedder_flag(parser)
+    parser.add_argument(
+        "--analyzer", default=None, choices=ANALYZER_NAMES, metavar="NAME", help=ANALYZER_HELP
+    )
+    parser.add_argument("--reanalyze", action="store_true", help=REANALYZE_HELP)
 
 
 def parse_server(value: str) -> tuple[str, int]:
@@ -217,6 +228,8 @@ def open_retriever(
         embedder=getattr(args, "embedder", None),
         embedder_backend=getattr(args, "embedder_backend", None),
         lexical_path=getattr(args, "lexical_path", None),
+        analyzer=getattr(args, "analyzer", None),
+        reanalyze=getattr(args, "reanalyze", False),
         reranker=reranker,
     )
 
@@ -500,6 +513,8 @@ def open_linked_stores(
         embedder=getattr(args, "embedder", None),
         embedder_backend=getattr(args, "embedder_backend", None),
         lexical_path=getattr(args, "lexical_path", None),
+        analyzer=getattr(args, "analyzer", None),
+        reanalyze=getattr(args, "reanalyze", False),
         reranker=reranker,
         bm25_statistics=statistics,
     )

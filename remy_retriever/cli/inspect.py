@@ -49,6 +49,7 @@ def run(args: argparse.Namespace) -> int:
         ("--lexical-path", args.lexical_path),
         ("--embedder", args.embedder),
         ("--embedder-backend", args.embedder_backend),
+        ("--analyzer", args.analyzer),
         ("--reranker", args.reranker),
         ("--eval-report", args.eval_report),
     ):

@@ -37,6 +37,7 @@ from ..util.reprs import short_repr
 from .hits import Citation, SearchExplain, SearchHit
 
 __all__ = [
+    "ANALYZER_KEY",
     "CHUNK_SEPARATOR",
     "DOCUMENT_ID_KEY",
     "EMBEDDER_KEY",
@@ -95,6 +96,9 @@ GENERATION_KEY = "remy_generation"
 #: Collection metadata keys: the embedder's identity (JSON, :mod:`.stores.identity`), and
 #: the identity a re-embedding under way is moving to ("" when none).
 EMBEDDER_KEY, EMBEDDER_PENDING_KEY = "remy_embedder", "remy_embedder_pending"
+#: Collection metadata key naming the lexical analyser (absent: english;
+#: :mod:`.stores.analyzer_choice`).
+ANALYZER_KEY = "remy_analyzer"
 #: Collection metadata key holding the search options ``remy tune`` fitted (JSON).
 SEARCH_CONFIG_KEY = "remy_search_config"
 #: The folder (absolute, resolved) a document was ingested from; flat in chunk records so

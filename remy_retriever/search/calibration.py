@@ -73,11 +73,11 @@ def clip01(value: float) -> float:
     return 1.0 if value > 1.0 else float(value)
 
 
-def query_term_counts(query: str) -> dict[str, int]:
+def query_term_counts(query: str, terms: Callable[[str], list[str]] = analyze) -> dict[str, int]:
     """The query's analysed terms and how often each occurs, as the lexical index counts
     them (first-seen order, at most ``MAX_QUERY_TERMS`` distinct terms)."""
     counts: dict[str, int] = {}
-    for term in analyze(query):
+    for term in terms(query):
         if term in counts:
             counts[term] += 1
         elif len(counts) < MAX_QUERY_TERMS:
@@ -106,10 +106,14 @@ def hybrid_relevance(cosine: float | None, bm25: float | None, ceiling: float) -
     return 0.5 * semantic + 0.5 * lexical
 
 
-def query_ceiling(query: str, idf: Callable[[list[str]], Mapping[str, float]]) -> float:
+def query_ceiling(
+    query: str,
+    idf: Callable[[list[str]], Mapping[str, float]],
+    terms: Callable[[str], list[str]] = analyze,
+) -> float:
     """The BM25 ceiling of ``query`` (:func:`bm25_ceiling`), with ``idf`` looking up the
     idf of the query's analysed terms in the index."""
-    counts = query_term_counts(query)
+    counts = query_term_counts(query, terms)
     return bm25_ceiling(counts, idf(list(counts)))
 
 

@@ -14,7 +14,7 @@ from ..schema.hits import BranchExplain, FusionWeights, Match, SearchExplain, Se
 from ..schema.options import SearchOptions
 from ..schema.records import DOCUMENT_ID_KEY, Record, chunk_id, parse_chunk_id
 from ..stores.dense import DenseStore
-from ..text.analysis import analyze, analyze_query, analyze_spans
+from ..text.analyzers import ENGLISH, Analyzer
 
 __all__ = [
     "MAX_HIGHLIGHT_TERMS",
@@ -45,12 +45,14 @@ def explain_hit(
     text: str,
     *,
     adapted: FusionWeights | None = None,
+    analyzer: Analyzer = ENGLISH,
 ) -> SearchExplain:
     """Per branch that listed the chunk: rank, raw score and its share of the fused score
     (RRF: ``w / (k + rank)``; convex: ``weight * normalised score``, from ``convex``, the
     ``(weights, normalised scores)`` the fusion used; with min-max scaling a branch's
     lowest-scoring candidate contributes 0 though that branch found it). ``adapted``: the
-    weights a query-adaptive fusion chose, reported as ``fusion_weights``."""
+    weights a query-adaptive fusion chose, reported as ``fusion_weights``; ``analyzer``:
+    the collection's, for ``matched_terms``."""
     found: dict[str, BranchExplain] = {}
     for name, table in positions.items():
         if cid in table:
@@ -61,7 +63,7 @@ def explain_hit(
             elif options.mode == "hybrid" and convex is not None:
                 contribution = convex[0][name] * convex[1][name][cid]
             found[name] = BranchExplain(rank=rank, score=raw, contribution=contribution)
-    pairs = matched_terms(query, text) if options.mode != "semantic" else ()
+    pairs = matched_terms(query, text, analyzer) if options.mode != "semantic" else ()
     return SearchExplain(
         mode=options.mode,
         branches=found,
@@ -73,7 +75,11 @@ def explain_hit(
 
 
 def distinctive_terms(
-    query: str, idf: Mapping[str, float], *, limit: int = MAX_HIGHLIGHT_TERMS
+    query: str,
+    idf: Mapping[str, float],
+    *,
+    limit: int = MAX_HIGHLIGHT_TERMS,
+    analyzer: Analyzer = ENGLISH,
 ) -> list[str]:
     """The query's analysed terms (stopwords already gone), most distinctive first.
 
@@ -81,31 +87,33 @@ def distinctive_terms(
     0, so in an empty or semantic-only context every term still highlights), ties keep
     query order; the top ``limit`` are kept.
     """
-    terms = analyze_query(query)
+    terms = analyzer.query_terms(query)
     order = {t: i for i, t in enumerate(terms)}
     ranked = sorted(terms, key=lambda t: (-idf.get(t, 0.0), order[t]))
     return ranked[:limit]
 
 
-def highlight(text: str, terms: Sequence[str]) -> tuple[Match, ...]:
-    """Spans of ``text`` whose analysed term is one of ``terms``;
+def highlight(text: str, terms: Sequence[str], analyzer: Analyzer = ENGLISH) -> tuple[Match, ...]:
+    """Spans of ``text`` whose term (by ``analyzer``) is one of ``terms``;
     ``text[m.start:m.end] == m.token`` always holds."""
     wanted = set(terms)
     return tuple(
         Match(span.start, span.end, text[span.start : span.end])
-        for span in analyze_spans(text)
+        for span in analyzer.spans(text)
         if span.term in wanted
     )
 
 
-def matched_terms(query: str, text: str) -> tuple[tuple[str, str], ...]:
+def matched_terms(
+    query: str, text: str, analyzer: Analyzer = ENGLISH
+) -> tuple[tuple[str, str], ...]:
     """The query's words whose analysed term occurs in ``text``, as ``(word as typed,
     stem)``, in query order, one per stem (its first spelling), as many as the lexical
     branch searches for (``text.analysis.MAX_QUERY_TERMS``)."""
-    present = set(analyze(text))
-    searched = set(analyze_query(query))
+    present = set(analyzer.terms(text))
+    searched = set(analyzer.query_terms(query))
     out: dict[str, str] = {}
-    for span in analyze_spans(query):
+    for span in analyzer.spans(query):
         if span.term in searched and span.term in present and span.term not in out:
             out[span.term] = query[span.start : span.end]
     return tuple((word, stem) for stem, word in out.items())

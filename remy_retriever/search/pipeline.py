@@ -20,7 +20,7 @@ from ..schema.hits import FusionWeights, SearchHit
 from ..schema.options import SearchOptions
 from ..schema.records import to_hit
 from ..stores.sync import StoreSync
-from ..text.analysis import analyze_query, sanitize
+from ..text.analysis import sanitize
 from . import fusion
 from .calibration import ScoredHit, bm25_ceiling, calibrate, query_ceiling, query_term_counts
 from .enrich import distinctive_terms, explain_hit, highlight, with_neighbors
@@ -63,7 +63,7 @@ class SearchPipeline:
         signals = options.adaptive == "signals"
         if options.fusion == "convex" and (options.normalization == "calibrated" or signals):
             # One idf lookup gives the BM25 ceiling and the signals' term rarity.
-            counts = query_term_counts(query)
+            counts = query_term_counts(query, self.sync.lexical.analyzer.terms)
             idf = self.sync.lexical.idf(list(counts), options.filter)
             scales = {"lexical": bm25_ceiling(counts, idf)}
         ranked, detail = fusion.fuse(
@@ -82,7 +82,10 @@ class SearchPipeline:
 
     def ceiling(self, query: str, options: SearchOptions) -> float:
         """The query's BM25 ceiling (:func:`.calibration.query_ceiling`) under the filter."""
-        return query_ceiling(query, lambda t: self.sync.lexical.idf(t, options.filter))
+        lexical = self.sync.lexical
+        return query_ceiling(
+            query, lambda t: lexical.idf(t, options.filter), lexical.analyzer.terms
+        )
 
     def branches(self, query: str, options: SearchOptions) -> tuple[Branches, np.ndarray | None]:
         """Each branch's list for ``options.mode``, and the query vector (``None`` in
@@ -143,9 +146,10 @@ class SearchPipeline:
         if options.min_score is not None:
             hits = [h for h in hits if h.score >= options.min_score]
         if options.highlight:
-            idf = self.sync.lexical.idf(analyze_query(query), options.filter)
-            terms = distinctive_terms(query, idf)
-            hits = [replace(h, matches=highlight(h.text, terms)) for h in hits]
+            analyzer = self.sync.lexical.analyzer
+            idf = self.sync.lexical.idf(analyzer.query_terms(query), options.filter)
+            terms = distinctive_terms(query, idf, analyzer=analyzer)
+            hits = [replace(h, matches=highlight(h.text, terms, analyzer)) for h in hits]
         if options.expand:
             hits = with_neighbors(self.sync.dense, hits, int(options.expand), options.filter)
         return hits
@@ -185,7 +189,15 @@ class SearchPipeline:
                 info = None
                 if options.explain:
                     info = explain_hit(
-                        options, query, cid, score, positions, parts, record[1], adapted=adapted
+                        options,
+                        query,
+                        cid,
+                        score,
+                        positions,
+                        parts,
+                        record[1],
+                        adapted=adapted,
+                        analyzer=self.sync.lexical.analyzer,
                     )
                 out.append(to_hit(record, score, info))
                 if len(out) == limit:

@@ -54,7 +54,7 @@ from ..errors import (
 )
 from ..schema.filters import Filter
 from ..schema.records import LexicalRecord
-from ..text.analysis import analyze, sanitize
+from ..text.analyzers import ENGLISH, Analyzer, sanitize
 from .chroma import local_path
 from .files import read_json, stat_signature, write_json_atomic, write_text_atomic
 from .tantivy_schema import (
@@ -115,11 +115,12 @@ class LexicalIndex:
     (``N`` and each term's document frequency) counted inside the filter only, so that a
     tenant's scores, ``explain`` and relevance do not reveal which terms other tenants'
     chunks hold (:func:`~.tantivy_schema.scoped_weights`). Costs one count query per
-    query term and one for the filter.
+    query term and one for the filter. ``analyzer``: the collection's, set on open.
     """
 
     #: Score filtered searches with statistics counted inside the filter (see above).
     filter_statistics: bool = False
+    analyzer: Analyzer = ENGLISH
 
     def __init__(
         self, path: str | os.PathLike[str], *, lock_timeout: float = 10.0, recover: bool = False
@@ -332,7 +333,7 @@ class LexicalIndex:
                 writer.delete_documents_by_term(DOC_FIELD, document_id)
             for chunk_id, record in records.items():
                 writer.delete_documents_by_term(ID_FIELD, chunk_id)
-                writer.add_document(to_document(record, slots))
+                writer.add_document(to_document(record, slots, self.analyzer.terms))
 
         self._write(body)
 
@@ -433,12 +434,12 @@ class LexicalIndex:
             msg = f"query must be str, got {type(query).__name__} {query!r:.80}"
             raise InvalidQueryError(msg)
         ids = None if among is None else check_ids(among, "among")
-        return self._search(analyze(query), k, where, ids)
+        return self._search(self.analyzer.terms(query), k, where, ids)
 
     def search_terms(
         self, terms: Sequence[str], k: int, where: Filter | None = None
     ) -> list[tuple[str, float]]:
-        """Like :meth:`search`, for already analysed terms (e.g. from ``analyze(text)``)."""
+        """Like :meth:`search`, for already analysed terms (e.g. ``analyzer.terms(text)``)."""
         return self._search(check_terms(terms), k, where)
 
     def _search(

@@ -17,14 +17,16 @@ from typing import Any
 
 from ..errors import InvalidInputError
 from ..util.retry import RetryPolicy
+from .analyzer_choice import check_analyzer_name, settle_analyzer
 from .chroma import ChromaCalls, lexical_cache_dir, local_path, open_client
 from .dense import DenseStore
 from .document_table import TABLE_SUFFIX, DocumentTable
 from .identity import PreparedEmbedder
 from .locking import LOCK_FILE, WriterLock
 from .sync import StoreSync
+from .tantivy_schema import check_bm25_statistics
 
-__all__ = ["OpenedStores", "check_location", "open_stores"]
+__all__ = ["LexicalChoice", "OpenedStores", "check_location", "open_stores"]
 
 _log = logging.getLogger(__name__)
 
@@ -63,6 +65,25 @@ def check_location(
 
 
 @dataclass(frozen=True)
+class LexicalChoice:
+    """How the lexical index analyses (``analyzer``: a name, ``None`` for the recorded
+    one; ``reanalyze``: re-index with it, :mod:`.analyzer_choice`) and scores
+    (``filter_statistics``: ``bm25_statistics="filter"``)."""
+
+    analyzer: str | None = None
+    reanalyze: bool = False
+    filter_statistics: bool = False
+
+    @classmethod
+    def checked(
+        cls, bm25_statistics: object, analyzer: object, *, reanalyze: bool
+    ) -> LexicalChoice:
+        """Validated, before anything is opened: a clear error naming a bad value."""
+        filter_statistics = check_bm25_statistics(bm25_statistics)
+        return cls(check_analyzer_name(analyzer), bool(reanalyze), filter_statistics)
+
+
+@dataclass(frozen=True)
 class OpenedStores:
     """The wired stores and the Chroma client they use."""
 
@@ -81,8 +102,10 @@ def open_stores(
     retry: RetryPolicy | None,
     hnsw: Any,
     lock_timeout: float,
+    lexical: LexicalChoice | None = None,
 ) -> OpenedStores:
-    """Open (or create) the collection, its document table and its lexical index."""
+    """Open (or create) the collection, its document table and its lexical index, which
+    analyses and scores as ``lexical`` says."""
     opened = open_client(path, client, create=create)
     calls = ChromaCalls(
         opened.client, collection, server=opened.server, retry=retry, store_dir=opened.store_dir
@@ -100,4 +123,7 @@ def open_stores(
     lock_dir = opened.store_dir if opened.store_dir is not None else lexical_path
     lock = WriterLock(lock_dir / LOCK_FILE, timeout=lock_timeout)
     sync = StoreSync(dense, DocumentTable(calls), lexical_path, lock, lock_timeout=lock_timeout)
+    lexical = lexical or LexicalChoice()
+    sync.lexical.filter_statistics = lexical.filter_statistics
+    settle_analyzer(sync, lexical_path, lexical.analyzer, reanalyze=lexical.reanalyze)
     return OpenedStores(sync, opened.client)

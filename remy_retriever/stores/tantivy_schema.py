@@ -4,9 +4,10 @@ This module turns a :class:`~remy_retriever.schema.records.LexicalRecord` into a
 document, and a query's terms and a :mod:`remy_retriever.schema.filters` tree into a tantivy
 query; :mod:`remy_retriever.stores.lexical` does the reading and writing.
 
-Text is analysed once, by :func:`remy_retriever.text.analysis.analyze`, and the terms are stored
-space-joined in a ``whitespace``-tokenized field, so the index and the queries share the one
-analyser. Queries are built from term queries, never parsed from user text.
+Text is analysed once, by the collection's analyser (:mod:`remy_retriever.text.analyzers`;
+English by default), and the terms are stored space-joined in a ``whitespace``-tokenized
+field, so the index and the queries share one analyser. Queries are built from term
+queries, never parsed from user text.
 
 Metadata filters run inside tantivy with Chroma's semantics:
 
@@ -29,7 +30,7 @@ import functools
 import hashlib
 import json
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeGuard
 
 import tantivy
@@ -106,14 +107,17 @@ def _slot_field(slot: int) -> str:
     return f"n{slot}"
 
 
-def to_document(record: LexicalRecord, slots: Mapping[str, int]) -> tantivy.Document:
-    """``record`` as a tantivy document; ``slots`` must hold its numeric keys."""
+def to_document(
+    record: LexicalRecord, slots: Mapping[str, int], terms: Callable[[str], list[str]] = analyze
+) -> tantivy.Document:
+    """``record`` as a tantivy document, its text analysed by ``terms``; ``slots`` must
+    hold its numeric keys."""
     document = tantivy.Document()
     document.add_text(ID_FIELD, record.chunk_id)
     document.add_text(DOC_FIELD, record.document_id)
     document.add_text(HASH_FIELD, record.content_hash)
     document.add_text(ID_HASH_FIELD, f"{record.chunk_id}{LEXICAL_SEPARATOR}{record.content_hash}")
-    document.add_text(TEXT_FIELD, " ".join(analyze(record.text)))
+    document.add_text(TEXT_FIELD, " ".join(terms(record.text)))
     for key, value in record.metadata.items():
         document.add_text(_KV_FIELD, _kv_token(key, value))
         if _is_number(value) and not math.isnan(value):

@@ -25,7 +25,7 @@ from langchain_remy import RemyRetriever as LangChainRetriever
 from llama_index.retrievers.remy import RemyRetriever as LlamaIndexRetriever
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
-from remy_retriever import DocumentSearchResponse, Retriever, SearchHit, SearchOptions
+from remy_retriever import Document, DocumentSearchResponse, Retriever, SearchHit, SearchOptions
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE / "serve"))
@@ -87,9 +87,10 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Retr
         retriever.close()
 
 
-def cli(path: Path, *args: str) -> Any:
+def cli(path: Path, *args: str, query: str = QUERY, collection: str = "docs") -> Any:
+    argv = ["search", query, "--db", str(path), "--collection", collection, *args]
     done = subprocess.run(
-        [sys.executable, "-m", "remy_retriever.cli", "search", QUERY, "--db", str(path), *args],
+        [sys.executable, "-m", "remy_retriever.cli", *argv],
         capture_output=True,
         text=True,
         env=ENV,
@@ -100,18 +101,20 @@ def cli(path: Path, *args: str) -> Any:
     return json.loads(done.stdout)
 
 
-def mcp_calls(path: Path) -> tuple[Any, Any]:
+def mcp_calls(path: Path, query: str = QUERY, collection: str = "docs") -> tuple[Any, Any]:
+    where = ["--collection", collection]
+
     async def run() -> tuple[Any, Any]:
         params = StdioServerParameters(
             command=sys.executable,
-            args=["-m", "remy_retriever.cli", "mcp", "--db", str(path), "--read-only"],
+            args=["-m", "remy_retriever.cli", "mcp", "--db", str(path), "--read-only", *where],
             env=ENV,
         )
         async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
             with anyio.fail_after(300):
                 await session.initialize()
-            hits = await session.call_tool("search", {"query": QUERY, "k": K})
-            docs = await session.call_tool("search_documents", {"query": QUERY, "limit": LIMIT})
+            hits = await session.call_tool("search", {"query": query, "k": K})
+            docs = await session.call_tool("search_documents", {"query": query, "limit": LIMIT})
         assert not hits.is_error, hits.content
         assert not docs.is_error, docs.content
         return hits.structured_content, docs.structured_content
@@ -119,11 +122,11 @@ def mcp_calls(path: Path) -> tuple[Any, Any]:
     return anyio.run(run)
 
 
-def http_search(server: RemyServer) -> tuple[Ranked, Any]:
+def http_search(server: RemyServer, query: str = QUERY) -> tuple[Ranked, Any]:
     headers = {"Authorization": f"Bearer {ADMIN}"}
     with httpx.Client(base_url=server.url, headers=headers, timeout=120) as client:
-        native = client.post("/v1/search", json={"q": QUERY, "k": K})
-        documents = client.post("/v3/search", json={"q": QUERY, "limit": LIMIT})
+        native = client.post("/v1/search", json={"q": query, "k": K})
+        documents = client.post("/v3/search", json={"q": query, "limit": LIMIT})
     assert native.status_code == 200, native.text
     assert documents.status_code == 200, documents.text
     return ranked_wire(native.json()["results"]), grouped(documents.json())
@@ -186,3 +189,51 @@ def test_every_door_ranks_alike_and_follows_the_stored_config(
         server.stop()
     assert not server.tracebacks(), server.log()
     assert ranked(retriever.search(QUERY, k=K)) == default_hits
+
+
+GERMAN = [
+    ("haeuser", "Die alten Häuser am Marktplatz wurden im letzten Jahr renoviert."),
+    ("garten", "Im Garten hinter dem Haus spielen die Kinder bis zum Abend."),
+    ("bahn", "Der Zug nach Hamburg fährt jeden Morgen um acht Uhr ab."),
+    ("kueche", "In der Küche kocht die Familie am Sonntag gemeinsam Suppe."),
+    ("schule", "Die Schüler lernen in der Schule Lesen, Schreiben und Rechnen."),
+]
+GERMAN_QUERY = "ein Haus mit Garten für Kinder"
+
+
+def test_a_german_store_ranks_alike_through_every_door(tmp_path: Path) -> None:
+    """The analyser comes from the store's record, so no door passes it, and every door
+    ranks a German query with German stemming (Häuser/Haus, Kinder/Kind)."""
+    path = tmp_path / "db"
+    with Retriever(path, collection="german", analyzer="german", progress=False) as writer:
+        writer.add([Document(id=i, text=t) for i, t in GERMAN])
+    retriever = Retriever(path, collection="german")
+    try:
+        lexical = retriever.search(GERMAN_QUERY, mode="lexical", k=K)
+        assert {h.citation.document_id for h in lexical} >= {"haeuser", "garten"}
+        expected = ranked(retriever.search(GERMAN_QUERY, k=K))
+        doors: dict[str, Ranked] = {
+            "remy search --json": ranked_wire(
+                cli(path, "--k", str(K), "--json", query=GERMAN_QUERY, collection="german")
+            ),
+            "LangChain": [
+                (d.id or "", round(d.metadata["score"], 6))
+                for d in LangChainRetriever(retriever, k=K).invoke(GERMAN_QUERY)
+            ],
+            "LlamaIndex": [
+                (n.node.node_id, round(float(n.score or 0.0), 6))
+                for n in LlamaIndexRetriever(retriever, similarity_top_k=K).retrieve(GERMAN_QUERY)
+            ],
+            "MCP search": ranked_wire(mcp_calls(path, GERMAN_QUERY, "german")[0]["hits"]),
+        }
+        server = RemyServer(
+            path.parent / "serve-db", store=["--db", str(path), "--collection", "german"]
+        ).start()
+        try:
+            doors["HTTP /v1/search"] = http_search(server, GERMAN_QUERY)[0]
+        finally:
+            server.stop()
+        assert not server.tracebacks(), server.log()
+        assert {door: expected for door in doors} == doors
+    finally:
+        retriever.close()

@@ -1,0 +1,276 @@
+"""The lexical analysers a collection can choose, by name, and how each turns text into terms.
+
+A collection records its analyser's name (:mod:`remy_retriever.stores.analyzer_choice`); the
+lexical index, query parsing, highlighting and ``explain`` all analyse with it, so the
+offsets of :class:`~.analysis.Span` always point into the original text, in every script.
+
+* ``"english"`` (the default): :mod:`.analysis`, unchanged.
+* every other PyStemmer language (``"german"``, ``"french"``, ...): lowercase, the same
+  word split, that language's stopwords (data files in ``stopwords/``, source named in
+  their README), its elided articles cut off (``l'homme`` -> ``homme``), then Snowball.
+* ``"cjk"``: runs of Han, Hiragana, Katakana and Hangul become overlapping character
+  bigrams (a lone character stays a unigram), as Lucene's CJK analyser does; other words
+  are analysed as ``"simple"``, so mixed CJK and Latin text works.
+* ``"code"``: identifiers split at camelCase, PascalCase, snake_case, dots, ``::``,
+  slashes and hyphens, each part lowercased, and the whole identifier kept as a term
+  too (``getUserName`` -> ``getusername``, ``get``, ``user``, ``name``). No stemming.
+* ``"simple"``: lowercase and the word split; no stopwords, no stemming.
+
+Pure functions; no I/O besides reading a stopword list once.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+
+import Stemmer
+
+from ..errors import InvalidInputError
+from . import analysis
+from .analysis import MAX_QUERY_TERMS, Span, sanitize
+
+__all__ = [
+    "ANALYZER_NAMES",
+    "DEFAULT_ANALYZER",
+    "ENGLISH",
+    "Analyzer",
+    "get_analyzer",
+    "sanitize",
+]
+
+DEFAULT_ANALYZER = "english"
+_LANGUAGES = tuple(sorted(set(Stemmer.algorithms()) - {"english", "porter"}))
+#: Every analyser name a collection may record.
+ANALYZER_NAMES: tuple[str, ...] = ("english", *_LANGUAGES, "cjk", "code", "simple")
+
+# Elided articles and pronouns, cut off a word at its apostrophe (as Lucene's elision
+# filters do): French, Italian, Catalan and Irish.
+_ELISIONS: dict[str, frozenset[str]] = {
+    "french": frozenset(
+        [
+            "l",
+            "m",
+            "t",
+            "qu",
+            "n",
+            "s",
+            "j",
+            "d",
+            "c",
+            "jusqu",
+            "quoiqu",
+            "lorsqu",
+            "puisqu",
+            "presqu",
+            "quelqu",
+        ]
+    ),
+    "italian": frozenset(
+        [
+            "c",
+            "l",
+            "all",
+            "dall",
+            "dell",
+            "nell",
+            "sull",
+            "coll",
+            "pell",
+            "gl",
+            "agl",
+            "dagl",
+            "degl",
+            "negl",
+            "sugl",
+            "un",
+            "m",
+            "t",
+            "s",
+            "v",
+            "d",
+        ]
+    ),
+    "catalan": frozenset(["d", "l", "m", "n", "s", "t"]),
+    "irish": frozenset(["d", "m", "b"]),
+}
+_MAX_TOKEN_CHARS = 64
+
+_CJK_RANGES = (
+    "\u1100-\u11ff\u3040-\u309f\u30a0-\u30ff\u3130-\u318f\u31f0-\u31ff\u3400-\u4dbf"
+    "\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f\U00020000-\U0002ffff"
+)
+_MARKS = "\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f"
+_CJK_RUN = re.compile(rf"[{_CJK_RANGES}]+")
+# A non-CJK word: letters/digits of other scripts, inner apostrophes allowed.
+_NON_CJK_CHAR = rf"(?:[{_MARKS}]|(?![{_CJK_RANGES}])\w)"
+_CJK_OR_WORD = re.compile(rf"(?P<cjk>[{_CJK_RANGES}]+)|{_NON_CJK_CHAR}+(?:['’]{_NON_CJK_CHAR}+)*")
+# An identifier: word runs joined by dots, "::", "->", slashes, backslashes or hyphens.
+_IDENT_PART = rf"[\w{_MARKS}$]+"
+_IDENTIFIER = re.compile(rf"{_IDENT_PART}(?:(?:::|->|[./\\-]){_IDENT_PART})*")
+_IDENT_PIECE = re.compile(r"[^\W_]+")
+# camelCase / PascalCase pieces: "HTTPServer" -> HTTP, Server; "getUserName" -> get, User,
+# Name; digits stay with the letters before them ("utf8Decode" -> utf8, Decode).
+_CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z\d]+|[A-Z\d]+")
+
+
+@dataclass(frozen=True)
+class Analyzer:
+    """A named analyser: ``spans`` gives every term with its surface span in the text."""
+
+    name: str
+    spans: Callable[[str], list[Span]]
+    fast_terms: Callable[[str], list[str]] | None = None
+
+    def terms(self, text: str) -> list[str]:
+        """The analysed terms of ``text``, in order, repeats kept (for indexing)."""
+        if self.fast_terms is not None:
+            return self.fast_terms(text)
+        return [span.term for span in self.spans(text)]
+
+    def query_terms(self, text: str, *, max_terms: int = MAX_QUERY_TERMS) -> list[str]:
+        """The distinct terms of a query, first-seen order, capped at ``max_terms``."""
+        seen: dict[str, None] = {}
+        for term in self.terms(text):
+            if term not in seen:
+                seen[term] = None
+                if len(seen) >= max_terms:
+                    break
+        return list(seen)
+
+
+#: The default analyser, the one every collection made before analysers were recorded uses.
+ENGLISH = Analyzer("english", analysis.analyze_spans, analysis.analyze)
+
+
+def get_analyzer(name: object) -> Analyzer:
+    """The analyser called ``name``; :class:`InvalidInputError` listing the names otherwise."""
+    if not isinstance(name, str) or name not in ANALYZER_NAMES:
+        msg = (
+            f"analyzer {name!r:.80} is not known; pick one of {', '.join(ANALYZER_NAMES)} "
+            "(e.g. analyzer='german', or 'cjk' for Chinese/Japanese/Korean text)"
+        )
+        raise InvalidInputError(msg)
+    return _build(name)
+
+
+@cache
+def _build(name: str) -> Analyzer:
+    if name == "english":
+        return ENGLISH
+    if name == "simple":
+        return Analyzer(name, _simple_spans)
+    if name == "cjk":
+        return Analyzer(name, _cjk_spans)
+    if name == "code":
+        return Analyzer(name, _code_spans)
+    return Analyzer(name, _LanguageSpans(name))
+
+
+def _stopwords(language: str) -> frozenset[str]:
+    base = "dutch" if language == "dutch_porter" else language
+    path = resources.files(__package__) / "stopwords" / f"{base}.txt"
+    if not path.is_file():
+        return frozenset()
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return frozenset(w.strip().lower() for w in lines if w.strip())
+
+
+def _normalize(word: str) -> str:
+    return word.lower().replace("’", "'")
+
+
+def _simple_spans(text: str) -> list[Span]:
+    text = sanitize(text).replace("_", " ")
+    out = []
+    for m in analysis._WORD.finditer(text):
+        term = _normalize(m.group()).replace("'", "")
+        if term and len(term) <= _MAX_TOKEN_CHARS:
+            out.append(Span(term, m.start(), m.end()))
+    return out
+
+
+class _LanguageSpans:
+    """Stopwords, elision and Snowball stemming for one PyStemmer language."""
+
+    def __init__(self, language: str) -> None:
+        self.language = language
+        self.stopwords = _stopwords(language)
+        self.elisions = _ELISIONS.get(language, frozenset())
+        self._local = threading.local()
+        self._cache: dict[str, str] = {}
+
+    def _stem(self, words: list[str]) -> list[str]:
+        cache_ = self._cache
+        missing = [w for w in set(words) if w not in cache_]
+        if missing:
+            stemmer = getattr(self._local, "stemmer", None)
+            if stemmer is None:
+                stemmer = self._local.stemmer = Stemmer.Stemmer(self.language)
+            if len(cache_) > 200_000:
+                cache_.clear()
+            cache_.update(zip(missing, stemmer.stemWords(missing)))
+        return [cache_.get(w) or w for w in words]
+
+    def __call__(self, text: str) -> list[Span]:
+        text = sanitize(text).replace("_", " ")
+        words: list[tuple[str, int, int]] = []
+        for m in analysis._WORD.finditer(text):
+            word, start = _normalize(m.group()), m.start()
+            cut = word.find("'")
+            if cut > 0 and word[:cut] in self.elisions:
+                word, start = word[cut + 1 :], start + cut + 1
+            if word in self.stopwords or len(word) > _MAX_TOKEN_CHARS:
+                continue
+            words.append((word.replace("'", ""), start, m.end()))
+        stems = self._stem([w for w, _, _ in words])
+        return [Span(stem, s, e) for stem, (_, s, e) in zip(stems, words) if stem]
+
+
+def _cjk_spans(text: str) -> list[Span]:
+    text = sanitize(text).replace("_", " ")
+    out: list[Span] = []
+    for m in _CJK_OR_WORD.finditer(text):
+        if m.group("cjk") is None:
+            term = _normalize(m.group()).replace("'", "")
+            if term and len(term) <= _MAX_TOKEN_CHARS:
+                out.append(Span(term, m.start(), m.end()))
+            continue
+        run, start = m.group(), m.start()
+        if len(run) == 1:
+            out.append(Span(run, start, start + 1))
+            continue
+        out.extend(Span(run[i : i + 2], start + i, start + i + 2) for i in range(len(run) - 1))
+    return out
+
+
+def _code_spans(text: str) -> list[Span]:
+    text = sanitize(text)
+    out: list[Span] = []
+    for m in _IDENTIFIER.finditer(text):
+        ident, start = m.group(), m.start()
+        parts = [
+            (piece, start + word.start() + at)
+            for word in _IDENT_PIECE.finditer(ident)
+            for piece, at in _camel_pieces(word.group())
+        ]
+        whole = ident.lower()
+        if (len(parts) != 1 or parts[0][0].lower() != whole) and len(whole) <= _MAX_TOKEN_CHARS:
+            out.append(Span(whole, start, m.end()))
+        out.extend(
+            Span(part.lower(), at, at + len(part))
+            for part, at in parts
+            if len(part) <= _MAX_TOKEN_CHARS
+        )
+    return out
+
+
+def _camel_pieces(word: str) -> list[tuple[str, int]]:
+    """A word's camelCase pieces with their offsets; a non-ASCII word stays whole."""
+    if not word.isascii():
+        return [(word, 0)]
+    return [(m.group(), m.start()) for m in _CAMEL.finditer(word)]
