@@ -28,8 +28,8 @@ from typing import Any
 from benchmarks import common
 from remy_retriever import Retriever
 from remy_retriever.cli import main as cli_main
-from remy_retriever.evaluation.beir import load_beir
 from remy_retriever.evaluation.beir import evaluate as beir_evaluate
+from remy_retriever.evaluation.beir import load_beir
 
 MODES = ("semantic", "hybrid")
 MEASURES = ("nDCG@10", "R@100")
