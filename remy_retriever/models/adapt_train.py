@@ -100,7 +100,8 @@ class Plan:
 
 def _load(model: str) -> Any:
     try:
-        from sentence_transformers import SentenceTransformer  # lazy: torch
+        # lazy: torch loads with sentence-transformers, never at import
+        from sentence_transformers import SentenceTransformer
         from transformers.utils import logging as hf_logging
 
         hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
@@ -113,11 +114,11 @@ def _load(model: str) -> Any:
 
 def _loss(model: Any) -> Any:
     try:
-        from sentence_transformers.sentence_transformer.losses import (
+        from sentence_transformers.sentence_transformer.losses import (  # lazy: torch
             MultipleNegativesRankingLoss,
         )
     except ImportError:  # sentence-transformers before 6
-        from sentence_transformers.losses import (  # type: ignore[no-redef]
+        from sentence_transformers.losses import (  # type: ignore[no-redef]  # lazy: torch
             MultipleNegativesRankingLoss,
         )
     return MultipleNegativesRankingLoss(model)
@@ -147,11 +148,12 @@ def _trainer(
     save_steps: int | None,
     progress: bool,
 ) -> Any:
-    from sentence_transformers import (  # lazy: torch
+    # lazy: torch and the trainer's dependencies
+    from sentence_transformers import (
         SentenceTransformerTrainer,
         SentenceTransformerTrainingArguments,
     )
-    from sentence_transformers.training_args import BatchSamplers
+    from sentence_transformers.training_args import BatchSamplers  # lazy: torch
 
     args = SentenceTransformerTrainingArguments(
         output_dir=str(out),
