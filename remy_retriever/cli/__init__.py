@@ -1,5 +1,5 @@
 """The ``remy`` command line: ``ingest``, ``search``, ``memory``, ``serve``, ``inspect``,
-``mcp``, ``doctor``, ``eval`` and ``tune``.
+``mcp``, ``doctor``, ``eval``, ``tune`` and ``adapt``.
 
 One module per command, each with ``add_parser(subparsers)`` and ``run(args) -> int``;
 this module puts them together. The commands use the public API (the package's top-level
@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
 from ..errors import RemyError
-from . import doctor, ingest, inspect, mcp, memory, search, serve, tune
+from . import adapt, doctor, ingest, inspect, mcp, memory, search, serve, tune
 from . import eval as eval_command
 from .common import TerminalWriter, terminal_safe
 
@@ -75,6 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
         doctor,
         eval_command,
         tune,
+        adapt,
     ):  # --help
         command.add_parser(subparsers)
     return parser
