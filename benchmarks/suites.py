@@ -285,6 +285,20 @@ SUITES: tuple[Suite, ...] = (
         ),
     ),
     Suite(
+        "adapt",
+        "semantic and hybrid nDCG@10 and R@100 before and after `remy adapt`, with its time "
+        "and the re-embedding's share",
+        (
+            _s(
+                "adapt",
+                "--work {cache}/adapt --budget 5 --dataset {beir}/medline "
+                "--dataset {beir}/cranfield --dataset {beir}/cisi",
+                "--work {cache}/adapt --budget 0.5 --dataset {beir}",
+                "adapt.json",
+            ),
+        ),
+    ),
+    Suite(
         "soak",
         "errors, p50/p99 per window and RSS growth under minutes of mixed concurrent queries",
         (
