@@ -11,6 +11,9 @@ if str(SHARED) not in sys.path:
     sys.path.insert(0, str(SHARED))
 
 from remy_adapter_fixtures import (  # noqa: E402  (sets the offline environment first)
+    CORPUS_DIR,
+    INSTALL_QUERY,
+    REPO_ROOT,
     corpus_retriever,
     cross_encoder_path,
     embedder,
@@ -19,6 +22,9 @@ from remy_adapter_fixtures import (  # noqa: E402  (sets the offline environment
 )
 
 __all__ = [
+    "CORPUS_DIR",
+    "INSTALL_QUERY",
+    "REPO_ROOT",
     "corpus_retriever",
     "cross_encoder_path",
     "embedder",
