@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import re
 import shutil
 import subprocess
 import sys
@@ -306,3 +307,26 @@ def test_the_code_from_data_check_finds_each_kind() -> None:
         "eval()",
         "importlib.import_module",
     ]
+
+
+def test_every_module_is_named_in_the_architecture_doc() -> None:
+    """Each module of the package appears in docs/architecture.md: by its path
+    (``stores/exact``), or by its name on a line that names its folder."""
+    doc = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    lines = doc.splitlines()
+    missing = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if path.name in {"__init__.py", "__main__.py"}:
+            continue
+        rel = path.relative_to(PACKAGE)
+        if rel.parent == Path("."):
+            if path.name not in doc:
+                missing.append(str(rel))
+            continue
+        if rel.with_suffix("").as_posix() in doc:
+            continue
+        folder = f"{rel.parent.as_posix()}/"
+        name = re.compile(rf"\b{re.escape(path.stem)}\b")
+        if not any(folder in line and name.search(line) for line in lines):
+            missing.append(str(rel))
+    assert not missing, f"add these modules to docs/architecture.md: {missing}"
