@@ -54,9 +54,9 @@ FUSIONS: tuple[str, ...] = ("rrf", "convex")
 #: over the query's BM25 ceiling), alpha 0.45, each branch's scores filled in for the
 #: chunks only the other branch listed (``fill="both"``: every fused chunk is scored by
 #: both branches). Normalisation and alpha were chosen on SciFact's train queries
-#: (benchmarks/README.md, "Fusion defaults"); the fill across five judged collections
-#: (benchmarks/README.md, "Cross-collection fusion": protocol, every candidate on every
-#: collection, and the numbers).
+#: (docs/decisions/0001-fusion-default.md); the fill across five judged collections
+#: (docs/decisions/0002-cross-collection-fusion.md: protocol, every candidate on every
+#: collection; numbers in benchmarks/README.md section "1b. Fusion and `remy tune`").
 DEFAULT_FUSION: Fusion = "convex"
 DEFAULT_ALPHA = 0.45
 DEFAULT_NORMALIZATION = "calibrated"
@@ -96,7 +96,7 @@ class SearchOptions:
     out; ``adaptive="signals"`` sets it per query from label-free signals of the query
     and both lists (:func:`remy_retriever.search.fusion.signal_alpha`; ``explain`` shows
     the weight and why). ``fusion="rrf"`` scores ``sum_b weights[b] / (rrf_k + rank_b)``,
-    the SearchHit spec's RRF sum. How the defaults were chosen: benchmarks/README.md;
+    the SearchHit spec's RRF sum. How the defaults were chosen: docs/decisions/0001 and 0002;
     ``Retriever.tune`` fits these options on a collection's own judged queries. ``where``
     is a Chroma-style metadata filter, applied inside every branch.
 

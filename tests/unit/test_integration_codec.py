@@ -65,7 +65,7 @@ def test_metadata_round_trips_exactly_or_is_refused_naming_a_key(metadata: dict[
     assert CODEC.decode(encoded) == metadata
 
 
-def test_colliding_keys_of_the_issue_come_back() -> None:
+def test_keys_that_collide_once_flattened_or_prefixed_round_trip_unchanged() -> None:
     for metadata in (
         {"a.b": 1, "a": {"b": 2}},
         {"remy_x": 1, "lc.remy_x": 2},
