@@ -197,6 +197,12 @@ def view_onnx(results: Path) -> str:
     return text
 
 
+def _machine_note(data: Any) -> str:
+    """The machine a run of record had: its cores, and its load when the run began."""
+    machine = data["machine"]
+    return f"{machine['cores']} cores, load average {machine['load_average_start'][0]} at the start"
+
+
 def view_first_eval(results: Path) -> str:
     """README "CLI": how long the first `remy eval` on SciFact embeds, with the default
     embedder (ONNX int8 when the extra is installed) and with torch, from the one run of
@@ -230,8 +236,7 @@ def view_cli_startup(results: Path) -> str:
         f"One `remy search --mode lexical` call took {lexical['median_s']:.1f} s end to end"
         f"{then}, a hybrid one {hybrid['median_s']:.1f} s, which also loads the embedding "
         f"model ({loads}); importing chromadb alone took {r['import_chromadb_median_s']:.1f} s "
-        f"(medians of {r['reps']} fresh processes each, {data['machine']['cores']} cores, "
-        f"load average {data['machine']['load_average_start'][0]} at the start: "
+        f"(medians of {r['reps']} fresh processes each, {_machine_note(data)}: "
         "`benchmarks/results/cli-startup.md`).\n"
     )
 
@@ -263,8 +268,7 @@ def view_ui_latency(results: Path) -> str:
         f"Over {r['rounds']} alternating queries in one run, a search from the page took "
         f"{r['page']['p50_ms']:.1f} ms (median, submit to hits drawn) and the same "
         f"`/v1/search` call {r['api']['p50_ms']:.1f} ms: {r['median_ratio']:.2f}x, "
-        f"{verdict} the {r['bar']}x bar ({data['machine']['cores']} cores, load average "
-        f"{data['machine']['load_average_start'][0]} at the start: "
+        f"{verdict} the {r['bar']}x bar ({_machine_note(data)}: "
         "`benchmarks/results/ui-latency.md`).\n"
     )
 
