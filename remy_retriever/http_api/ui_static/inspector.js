@@ -314,7 +314,6 @@
     say("search-error", "");
     if (!(await checkWhere())) return;
     const body = searchBody($("mode").value);
-    remember(body);
     const started = performance.now();
     const seq = ++searches;
     try {
@@ -326,6 +325,9 @@
       document.body.dataset.searches = String(seq);
       document.body.dataset.lastSearchMs = ms.toFixed(2);
       say("status", data.total + " hit(s) in " + ms.toFixed(0) + " ms");
+      // The address follows the search only once its hits are drawn: history.replaceState
+      // before the fetch held the request back by a few ms on every search.
+      remember(body);
     } catch (err) {
       if (err instanceof ApiError) say("search-error", err.message);
       else throw err;
