@@ -253,6 +253,51 @@ def run_sync() -> None:
     assert cleared.status == "deleted" and cleared.deleted_documents_count >= 3, cleared
 
 
+def run_groups() -> None:
+    """``group`` values isolate context inside one namespace: a filter on them holds in
+    every search mode (with the supporting context included), in every list and in the
+    profile, so nothing of the other group appears anywhere in the raw responses."""
+    ns = "alice"
+    client = Supermemory(base_url=URL, api_key=ALICE, max_retries=0)
+    raw = client.with_raw_response
+    for colour, room in (("crimson", "four"), ("cobalt", "nine")):
+        client.add(
+            ns,
+            content=f"The {colour} squad meets on Mondays in room {room}",
+            id=f"squad-{colour}",
+            group={"squad": colour},
+        )
+    own = {"field": "squad", "operator": "eq", "value": "crimson"}
+    for mode in ("memories", "chunks", "hybrid"):
+        for rerank in ("none", "order"):
+            reply = raw.search(
+                ns,
+                query="when does the squad meet",
+                search_mode=mode,
+                filter=own,
+                rerank=rerank,
+                include={"documents": True, "related": True},
+            ).http_response
+            found = strict(t.SearchResponse, reply)
+            assert found.results, (mode, rerank)
+            assert "cobalt" not in reply.text and "nine" not in reply.text, (mode, reply.text)
+            assert any("crimson" in (r.memory or r.chunk or "") for r in found.results), found
+    for kind in ("documents", "chunks", "memories"):
+        reply = raw.list(ns, kind, limit=100, filter=own).http_response
+        listed = strict(t.ListResponse, reply)
+        assert getattr(listed, kind), (kind, listed)
+        assert "cobalt" not in reply.text, (kind, reply.text)
+    reply = raw.profile(ns, filter=own).http_response
+    strict(t.ProfileResponse, reply)
+    assert "cobalt" not in reply.text, reply.text
+    other = {"field": "squad", "operator": "eq", "value": "cobalt"}
+    reply = raw.search(ns, query="when does the squad meet", filter=other).http_response
+    assert "crimson" not in reply.text and "cobalt" in reply.text, reply.text
+    client.documents.delete(ns, ids=["squad-crimson", "squad-cobalt"])
+    reply = raw.search(ns, query="when does the squad meet").http_response
+    assert "crimson" not in reply.text and "cobalt" not in reply.text, reply.text
+
+
 async def run_async() -> None:
     client = AsyncSupermemory(base_url=URL, api_key=ALICE, max_retries=0)
     raw = client.with_raw_response
@@ -280,5 +325,6 @@ async def run_async() -> None:
 
 if __name__ == "__main__":
     run_sync()
+    run_groups()
     asyncio.run(run_async())
     print("ok")
