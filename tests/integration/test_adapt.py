@@ -15,6 +15,7 @@ import pytest
 from remy_retriever import Document, Retriever
 from remy_retriever.cli import main as cli_main
 from remy_retriever.models.adapt_train import CARD_NAME
+from remy_retriever.stores.exact import exact_cosines
 
 pytestmark = pytest.mark.slow
 
@@ -45,20 +46,13 @@ def _corpus(n: int = 40, seed: int = 7) -> list[Document]:
 
 def _exact_answers(db: Path) -> list[list[tuple[str, float]]]:
     """The top five of each query by exact cosine over every stored vector, with the
-    collection's own embedder: what a search answers, without the HNSW graph's
-    approximation (in-place updates of every vector, twice, can make the graph miss a
-    neighbour that an exact scan finds)."""
+    collection's own embedder (the fill's scorer, :func:`exact_cosines`): what a search
+    answers, without the HNSW graph's approximation (in-place updates of every vector,
+    twice, can make the graph miss a neighbour that an exact scan finds)."""
     with Retriever(db, create=False) as r:
-        got = r._sync.dense.collection.get(include=["embeddings"])
-        ids, vectors = got["ids"], np.asarray(got["embeddings"], dtype=np.float64)
-        queries = np.asarray([r.embedder.embed_query(q) for q in QUERIES], dtype=np.float64)
-    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    queries /= np.linalg.norm(queries, axis=1, keepdims=True)
-    out = []
-    for row in queries @ vectors.T:
-        top = sorted(zip(ids, row.tolist()), key=lambda pair: (-pair[1], pair[0]))[:5]
-        out.append(top)
-    return out
+        dense = r._sync.dense
+        ids = dense.collection.get(include=[])["ids"]
+        return [exact_cosines(dense, r.embedder.embed_query(q), ids, None)[:5] for q in QUERIES]
 
 
 def _vectors(db: Path) -> np.ndarray:
