@@ -40,7 +40,7 @@ MAX_MEMORY_CHARS = 100_000
 MAX_TAG_CHARS = 256
 MAX_TAGS = 20
 
-MetadataValue = Union[str, int, float, bool]
+MetadataValue = Union[str, int, float, bool, list[str]]
 Query = Annotated[
     str,
     Field(
@@ -128,8 +128,8 @@ class AddMemoryArgs(_Args):
     )
     metadata: Union[dict[str, MetadataValue], None] = Field(
         None,
-        description="Optional flat metadata (string, number or boolean values) to filter on "
-        "later; keys starting with 'memory_' or 'remy_' are reserved.",
+        description="Optional flat metadata (string, number, boolean or list-of-string "
+        "values) to filter on later; keys starting with 'memory_' or 'remy_' are reserved.",
     )
 
 

@@ -134,7 +134,7 @@ def check_metadata(metadata: object) -> dict[str, MetadataValue]:
         return {}
     if not isinstance(metadata, Mapping):
         msg = (
-            "metadata must be a dict of str to str/int/float/bool, got "
+            "metadata must be a dict of str to str/int/float/bool/list of str, got "
             f"{type(metadata).__name__} {short_repr(metadata)}"
         )
         raise InvalidInputError(msg)

@@ -94,19 +94,14 @@ def public_metadata(meta: Mapping[str, Any] | None) -> dict[str, Any]:
 
 
 def check_metadata(metadata: Mapping[str, Any] | None) -> dict[str, MetadataValue]:
-    """User metadata as remy stores it: scalars only, no reserved key."""
+    """User metadata as remy stores it: no reserved key (the values are checked as a
+    :class:`~remy_retriever.Document` checks them)."""
     out: dict[str, MetadataValue] = {}
     for key, value in (metadata or {}).items():
         if key in RESERVED_KEYS:
             msg = (
                 f"metadata key {key!r} is reserved by remy (it holds the container tag, "
                 "the custom id or a memory's source document); rename it"
-            )
-            raise InvalidInputError(msg)
-        if isinstance(value, list):
-            msg = (
-                f"metadata[{key!r}] is a list; remy stores scalar metadata only (str, "
-                "number, bool): join the items into one string, or store each as its own key"
             )
             raise InvalidInputError(msg)
         out[key] = value

@@ -170,6 +170,11 @@ def to_document(memory: Memory) -> Document:
     return Document(id=memory.id, text=memory.content, type="memory", metadata=meta)
 
 
+def _int(value: object) -> int:
+    """A bookkeeping number as stored (an int, or its text)."""
+    return int(value) if isinstance(value, (int, float, str)) else 1
+
+
 def from_stored(stored: StoredDocument) -> Memory | None:
     """The memory version a stored document holds; ``None`` if it is not a memory."""
     doc = stored.document
@@ -181,7 +186,7 @@ def from_stored(stored: StoredDocument) -> Memory | None:
     return Memory(
         id=doc.id,
         content=doc.text,
-        version=int(meta.get(_VERSION_KEY, 1)),
+        version=_int(meta.get(_VERSION_KEY, 1)),
         root_id=str(meta[ROOT_KEY]),
         parent_id=parents[0] if parents else None,
         relation=cast("Relation | None", relation),

@@ -18,18 +18,22 @@ __all__ = [
     "MAX_METADATA_BYTES",
     "MAX_METADATA_KEYS",
     "MAX_METADATA_KEY_CHARS",
+    "MAX_METADATA_LIST_ITEMS",
     "MAX_METADATA_VALUE_BYTES",
     "Chunk",
     "Document",
     "MetadataValue",
     "check_id_prefix",
+    "list_value_error",
     "metadata_limit_error",
     "page_span",
     "validate_document_id",
     "with_heading_path",
 ]
 
-MetadataValue = Union[str, int, float, bool]
+#: A stored metadata value: a scalar, or a non-empty list of strings (tags, say), which
+#: ``where`` tests with ``$contains`` / ``$not_contains`` (an exact item).
+MetadataValue = Union[str, int, float, bool, list[str]]
 
 #: The document metadata key holding a document's container tag (one user, project...):
 #: what ``remy serve``, ``remy mcp`` and :class:`~remy_retriever.memory.MemoryStore` scope
@@ -49,8 +53,11 @@ _MAX_ID_LEN = 512
 MAX_METADATA_KEYS = 256
 #: Longest metadata key, in characters.
 MAX_METADATA_KEY_CHARS = 256
-#: Largest str metadata value (and title, url, path, type, summary), in UTF-8 bytes.
+#: Largest str metadata value (and title, url, path, type, summary; a list's items
+#: together), in UTF-8 bytes.
 MAX_METADATA_VALUE_BYTES = 64 * 1024
+#: Most items in one list value (each is one exact token in the lexical index).
+MAX_METADATA_LIST_ITEMS = 256
 #: Largest total of a document's metadata: keys and str values in UTF-8 bytes, 8 bytes
 #: per number or bool, plus title, url, path, type and summary.
 MAX_METADATA_BYTES = 256 * 1024
@@ -61,8 +68,9 @@ _CITATION_FIELDS = ("title", "url", "path", "type", "summary")
 class Document:
     """A source document: its id, full text, and what a citation needs.
 
-    ``metadata`` values must be ``str``, ``int``, ``float`` or ``bool`` (what Chroma
-    stores and what ``where`` filters can test).
+    ``metadata`` values must be ``str``, ``int``, ``float``, ``bool`` or a non-empty list
+    of ``str`` (what Chroma stores and what ``where`` filters can test; a tuple is stored
+    as a list).
 
     ``pages`` (e.g. from a PDF loader): the character offset in ``text`` where each page
     starts, so ``pages[0] == 0``, strictly increasing, none past ``len(text)``. Each
@@ -134,12 +142,21 @@ class Document:
                     f"(keys may not start with {RESERVED_PREFIX!r} or '$'); rename it"
                 )
                 raise InvalidDocumentError(msg)
-            if not isinstance(value, (str, int, float, bool)):
+            if isinstance(value, (list, tuple)):
+                problem = list_value_error(value)
+                if problem is not None:
+                    msg = f"Document {self.id!r}: metadata[{short_repr(key)}] {problem}"
+                    raise InvalidDocumentError(msg)
+            elif not isinstance(value, (str, int, float, bool)):
                 msg = (
                     f"Document {self.id!r}: metadata[{short_repr(key)}] = {short_repr(value)} "
-                    "is not a str, int, float or bool; convert it (e.g. json.dumps for lists)"
+                    "is not a str, int, float, bool or list of str; convert it (e.g. "
+                    "json.dumps for nested data)"
                 )
                 raise InvalidDocumentError(msg)
+        if any(isinstance(v, tuple) for v in self.metadata.values()):
+            lists = {k: list(v) if isinstance(v, tuple) else v for k, v in self.metadata.items()}
+            object.__setattr__(self, "metadata", lists)
         problem = metadata_limit_error(
             self.metadata, {name: getattr(self, name) for name in _CITATION_FIELDS}
         )
@@ -331,9 +348,31 @@ def metadata_limit_error(
     return None
 
 
+def list_value_error(value: Sequence[object]) -> str | None:
+    """What is wrong with a list metadata value (``"is ..."``, with the fix), ``None``
+    when it is a storable one: 1 to :data:`MAX_METADATA_LIST_ITEMS` strings (Chroma
+    refuses an empty list; ``where`` tests items as strings)."""
+    if not value:
+        return "is an empty list, which Chroma cannot store; leave the key out instead"
+    if len(value) > MAX_METADATA_LIST_ITEMS:
+        return (
+            f"is a list of {len(value):,} items, over the limit of {MAX_METADATA_LIST_ITEMS}; "
+            "keep the items you filter on and put the rest in the text"
+        )
+    for item in value:
+        if not isinstance(item, str):
+            return (
+                f"holds {type(item).__name__} {short_repr(item)}; a list value holds strings "
+                "only (e.g. ['red', 'blue']): convert the items, or json.dumps the list"
+            )
+    return None
+
+
 def _size(value: object) -> int:
     if isinstance(value, str):
         return _utf8_len(value)
+    if isinstance(value, (list, tuple)):
+        return sum(_utf8_len(item) if isinstance(item, str) else 8 for item in value)
     return 0 if value is None else 8
 
 

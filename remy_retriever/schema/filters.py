@@ -5,7 +5,10 @@ the lexical store renders it for tantivy, and :func:`matches` evaluates it in Py
 (used for neighbours and as the reference semantics in tests).
 
 Semantics follow Chroma's: ``$ne``/``$nin`` also match chunks that lack the key;
-``$gt``/``$gte``/``$lt``/``$lte`` take numbers and never match a missing key. Beyond
+``$gt``/``$gte``/``$lt``/``$lte`` take numbers and never match a missing key. A list
+value (a list of strings) is tested item by item with ``$contains`` (one item equals the
+string) and ``$not_contains`` (none does, or the key is missing or not a list); the
+scalar operators never match a list, and ``$contains`` never matches a scalar. Beyond
 Chroma we accept a dict with several keys (an implicit ``$and``), several operators on
 one key (``{"year": {"$gte": 2000, "$lt": 2010}}``), and one-element ``$and``/``$or``.
 
@@ -86,7 +89,8 @@ Scalar = Union[str, int, float, bool]
 _EQUALITY = ("$eq", "$ne")
 _MEMBERSHIP = ("$in", "$nin")
 _ORDER = ("$gt", "$gte", "$lt", "$lte")
-_OPERATORS = _EQUALITY + _MEMBERSHIP + _ORDER
+_ITEM = ("$contains", "$not_contains")
+_OPERATORS = _EQUALITY + _MEMBERSHIP + _ORDER + _ITEM
 #: Deepest nesting of ``$and``/``$or``.
 MAX_DEPTH = 32
 #: Most conditions (keys of all the filter's dicts) in one filter.
@@ -265,6 +269,14 @@ def _parse_field(key: str, value: object, counter: list[int]) -> list[Filter]:
                 )
                 raise InvalidFilterError(msg)
             out.append(Compare(key, op, values))
+        elif op in _ITEM:
+            if not isinstance(operand, str):
+                msg = (
+                    f"{op} for where[{_short(key)}] takes a str (the list item to look for), "
+                    f"got {_short(operand)}; list metadata holds strings only"
+                )
+                raise InvalidFilterError(msg)
+            out.append(Compare(key, op, _scalar(key, op, operand)))
         elif op in _ORDER:
             if isinstance(operand, bool) or not isinstance(operand, (int, float)):
                 msg = f"{op} for where[{_short(key)}] takes a number, got {_short(operand)}"
@@ -388,6 +400,11 @@ def matches(node: Filter | None, metadata: Mapping[str, Any]) -> bool:
         return any(matches(i, metadata) for i in node.items)
     present = node.key in metadata
     actual = metadata.get(node.key)
+    if node.op in _ITEM:
+        has = isinstance(actual, (list, tuple)) and any(
+            isinstance(item, str) and item == node.value for item in actual
+        )
+        return has if node.op == "$contains" else not has
     if node.op == "$eq":
         return present and _equal(actual, node.value)
     if node.op == "$ne":

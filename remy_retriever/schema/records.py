@@ -466,7 +466,7 @@ class LexicalRecord:
     chunk_id: str
     document_id: str
     text: str
-    metadata: Mapping[str, str | int | float | bool]
+    metadata: Mapping[str, str | int | float | bool | list[str]]
     content_hash: str
 
     def __post_init__(self) -> None:
@@ -503,10 +503,13 @@ def _check_lexical_value(cid: str, key: object, value: object) -> None:
     if not isinstance(key, str) or not key:
         msg = f"LexicalRecord {cid!r}: metadata keys must be non-empty str, got {short_repr(key)}"
         raise InvalidDocumentError(msg)
+    if isinstance(value, list) and value and all(isinstance(item, str) for item in value):
+        return
     if not isinstance(value, (str, int, float, bool)):
         msg = (
             f"LexicalRecord {cid!r}: metadata[{key!r}] = {short_repr(value)} is not a "
-            "str, int, float or bool; convert it (e.g. json.dumps for lists)"
+            "str, int, float, bool or non-empty list of str; convert it (e.g. json.dumps "
+            "for nested data)"
         )
         raise InvalidDocumentError(msg)
     if (

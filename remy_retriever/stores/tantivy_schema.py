@@ -18,8 +18,11 @@ Metadata filters run inside tantivy with Chroma's semantics:
   :data:`~remy_retriever.stores.lexical.MAX_NUMERIC_KEYS`), a slot per metadata key,
   assigned on first sight, for ``$gt``/``$gte``/``$lt``/``$lte``. Range filters compare
   as 64-bit floats, so ints beyond 2**53 compare approximately;
-* ``$ne``/``$nin`` are "all documents but the ``$eq``/``$in`` ones", so they match chunks
-  lacking the key.
+* a list value (of strings) gives one token per item, tagged apart from the scalars, so
+  ``$contains`` is a term query and never matches a scalar, and ``$eq`` never matches
+  an item;
+* ``$ne``/``$nin``/``$not_contains`` are "all documents but the ``$eq``/``$in``/
+  ``$contains`` ones", so they match chunks lacking the key.
 
 The caller's records, ids and terms are checked here too, before they reach tantivy.
 """
@@ -119,6 +122,10 @@ def to_document(
     document.add_text(ID_HASH_FIELD, f"{record.chunk_id}{LEXICAL_SEPARATOR}{record.content_hash}")
     document.add_text(TEXT_FIELD, " ".join(terms(record.text)))
     for key, value in record.metadata.items():
+        if isinstance(value, list):
+            for item in dict.fromkeys(value):
+                document.add_text(_KV_FIELD, _item_token(key, item))
+            continue
         document.add_text(_KV_FIELD, _kv_token(key, value))
         if _is_number(value) and not math.isnan(value):
             document.add_float(_slot_field(slots[key]), _as_float(value))
@@ -164,6 +171,11 @@ def _kv_token(key: str, value: str | int | float | bool) -> str:
     return _cached_kv_token(key, value)
 
 
+def _item_token(key: str, item: str) -> str:
+    """The ``kv`` term of one item of a list value (tag ``l``: never a scalar's term)."""
+    return _tagged_token(key, "l", item)
+
+
 def _make_kv_token(key: str, value: str | int | float | bool) -> str:
     if isinstance(value, bool):
         tag, text = "b", ("1" if value else "0")
@@ -171,6 +183,10 @@ def _make_kv_token(key: str, value: str | int | float | bool) -> str:
         tag, text = "n", _canonical_number(value)
     else:
         tag, text = "s", value
+    return _tagged_token(key, tag, text)
+
+
+def _tagged_token(key: str, tag: str, text: str) -> str:
     token = _KV_ENCODER.encode([key, tag, text])
     if len(token) > _MAX_KV_TOKEN:
         token = "#" + hashlib.blake2b(token.encode("ascii"), digest_size=20).hexdigest()
@@ -402,6 +418,11 @@ def _filter_query(node: Filter, schema: tantivy.Schema, slots: Mapping[str, int]
             schema, _KV_FIELD, _kv_token(node.key, value), index_option="basic"
         )
         return query if op == "$eq" else _negate(query)
+    if op in ("$contains", "$not_contains") and isinstance(value, str):
+        query = tantivy.Query.term_query(
+            schema, _KV_FIELD, _item_token(node.key, value), index_option="basic"
+        )
+        return query if op == "$contains" else _negate(query)
     if op in ("$in", "$nin") and isinstance(value, tuple):
         tokens = [_kv_token(node.key, item) for item in value]
         query = tantivy.Query.term_set_query(schema, _KV_FIELD, tokens)

@@ -18,9 +18,8 @@ one translation, with the same value rules, limits and errors:
   ``<``, ``<=``;
 - ``eq`` / ``neq`` with a number -> ``numeric`` ``=`` (negated for ``neq``); with a bool,
   ``metadata`` equality with the bool;
-- ``arrayContains`` / ``arrayNotContains``: refused, naming the fix (remy stores scalar
-  metadata only, and refuses a list value at write time, so no stored value is a list:
-  store each item as its own key and filter it with ``eq``).
+- ``arrayContains`` / ``arrayNotContains`` with a string -> ``array_contains``
+  (``arrayNotContains``: ``negate``, so it also matches chunks without the key).
 
 A wrong shape raises :class:`~remy_retriever.errors.InvalidFilterError` naming the part.
 """
@@ -133,14 +132,18 @@ def _predicate(node: Mapping[Any, Any], path: str) -> dict[str, Any]:
         condition.update(value=value, filterType="numeric", numericOperator=_NUMERIC[operator])
         return condition
     if operator in ("arrayContains", "arrayNotContains"):
-        msg = (
-            f"{where}: {operator} cannot match in remy, which stores scalar metadata only "
-            "(string, number, bool) and refuses list values when a document is added; store "
-            'each item as its own key (e.g. metadata {"tag_red": true}) and filter with '
-            '{"field": "tag_red", "operator": "eq", "value": true}'
+        if "caseSensitive" in node:
+            msg = f"{where}: {operator} matches one list item exactly; remove caseSensitive"
+            raise InvalidFilterError(msg)
+        _typed(value, str, "a string (the list item)", where, operator)
+        condition.update(
+            value=value, filterType="array_contains", negate=operator == "arrayNotContains"
         )
-        raise InvalidFilterError(msg)
-    known = ["eq", "neq", "contains", "notContains", *_NUMERIC, "arrayContains", "and", "or"]
+        return condition
+    known = [
+        *("eq", "neq", "contains", "notContains", *_NUMERIC),
+        *("arrayContains", "arrayNotContains", "and", "or"),
+    ]
     msg = f"{path}.operator {short_repr(operator)} is not one of {known}"
     raise InvalidFilterError(msg)
 

@@ -23,8 +23,9 @@ condition also matches chunks without the key, as ``$ne``/``$nin`` do):
 - ``string_contains``: the stored str value contains ``value``.
 - ``ignoreCase``: the text comparisons (``metadata`` and ``string_contains``) ignore case
   (Unicode case folding); it has no effect on ``numeric``.
-- ``array_contains``: refused. remy stores scalar metadata only (str, int, float, bool),
-  so no stored value is an array; the error says what to do instead.
+- ``array_contains``: the stored value is a list holding ``value`` as one of its items,
+  exactly (``$contains``; negated: ``$not_contains``). List values hold strings, so a
+  number is compared as its text; ``ignoreCase`` is refused (an item matches exactly).
 
 ``where`` has no substring or case-insensitive operator, so ``string_contains``,
 ``ignoreCase`` and a negated order comparison are resolved against the values actually
@@ -210,12 +211,13 @@ class _Translator:
             raise InvalidFilterError(msg)
         where = f"{path} (key {key!r})"
         if kind == "array_contains":
-            msg = (
-                f"{where}: filterType 'array_contains' cannot match in remy, which stores "
-                "scalar metadata only (str, int, float, bool), never arrays; store each item as "
-                "its own key (e.g. 'tag_red': true) and filter with filterType 'metadata'"
-            )
-            raise InvalidFilterError(msg)
+            if ignore_case:
+                msg = (
+                    f"{where}: array_contains matches one list item exactly, so ignoreCase "
+                    "does not apply; remove ignoreCase (store the items in one case)"
+                )
+                raise InvalidFilterError(msg)
+            return {key: {"$not_contains" if negate else "$contains": _text(value)}}
         if kind == "numeric":
             return self.numeric(key, value, cond.get("numericOperator", "="), negate, where)
         text = _text(value)

@@ -212,8 +212,8 @@ def test_bad_documents_are_rejected(retriever: Retriever) -> None:
         retriever.add([Document(id="x", text="one"), Document(id="x", text="two")])
     with pytest.raises(InvalidDocumentError, match="reserved"):
         Document(id="y", text="t", metadata={"remy_doc_id": "z"})
-    with pytest.raises(InvalidDocumentError, match="not a str, int, float or bool"):
-        Document(id="y", text="t", metadata={"tags": ["a"]})
+    with pytest.raises(InvalidDocumentError, match="not a str, int, float, bool or list of str"):
+        Document(id="y", text="t", metadata={"tags": {"a": 1}})
     assert retriever.count() == count
 
 

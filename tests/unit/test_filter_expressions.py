@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from remy_retriever.errors import InvalidFilterError
+from remy_retriever.schema.filters import matches, parse_where
 from remy_retriever.supermemory.expressions import filters_from_expression, where_from_expression
 from remy_retriever.supermemory.filters import where_from_filters
 
@@ -42,6 +43,22 @@ def test_an_expression_becomes_the_equivalent_v3_tree() -> None:
     assert where_from_expression(expression) == where_from_filters(tree)
 
 
+def test_array_contains_tests_one_list_item_and_its_negation_matches_the_rest() -> None:
+    contains = {"field": "tags", "operator": "arrayContains", "value": "red"}
+    lacks = {"field": "tags", "operator": "arrayNotContains", "value": "red"}
+    assert where_from_expression(contains) == {"tags": {"$contains": "red"}}
+    assert where_from_expression(lacks) == {"tags": {"$not_contains": "red"}}
+    node = parse_where(where_from_expression({"operator": "or", "operands": [contains, lacks]}))
+    for meta in ({"tags": ["red", "blue"]}, {"tags": ["blue"]}, {"tags": "red"}, {}):
+        assert matches(node, meta)  # every chunk is in exactly one of the two
+    node = parse_where(where_from_expression(contains))
+    assert [matches(node, m) for m in ({"tags": ["red"]}, {"tags": "red"}, {})] == [
+        True,
+        False,
+        False,
+    ]
+
+
 def test_contains_and_case_insensitive_equality_resolve_against_stored_values() -> None:
     stored = {"title": ["Intro to Tea", "Coffee", 3]}
     where = where_from_expression(
@@ -55,12 +72,12 @@ def test_contains_and_case_insensitive_equality_resolve_against_stored_values() 
     ("expression", "named"),
     [
         (
-            {"field": "tags", "operator": "arrayContains", "value": "x"},
-            "store each item as its own key",
+            {"field": "tags", "operator": "arrayContains", "value": 3},
+            "arrayContains takes a string",
         ),
         (
-            {"field": "tags", "operator": "arrayNotContains", "value": "x"},
-            "arrayNotContains cannot",
+            {"field": "tags", "operator": "arrayNotContains", "value": "x", "caseSensitive": True},
+            "remove caseSensitive",
         ),
         ({"field": "n", "operator": "gt", "value": "five"}, "compares with a number"),
         ({"field": "n", "operator": "like", "value": "x"}, "is not one of"),

@@ -341,7 +341,11 @@ KEYS = ("a", "b", "c")
 STRINGS = ("x", "y", "")
 NUMBERS: tuple[int | float, ...] = (-2, 0, 1, 3, -0.0, 0.5, 1.0, 2.5, 3.0, 7)
 scalars = st.one_of(st.sampled_from(STRINGS), st.sampled_from(NUMBERS), st.booleans())
-metadatas = st.dictionaries(st.sampled_from(KEYS), scalars, max_size=len(KEYS))
+# List values hold strings; a key may hold a list in one chunk and a scalar in another.
+string_lists = st.lists(st.sampled_from(STRINGS), min_size=1, max_size=3)
+metadatas = st.dictionaries(
+    st.sampled_from(KEYS), st.one_of(scalars, string_lists), max_size=len(KEYS)
+)
 # A list holds one type (Chroma refuses [1, 2.5]; parse_where does too).
 value_lists = st.one_of(
     st.lists(st.sampled_from(STRINGS), min_size=1, max_size=3),
@@ -368,6 +372,12 @@ leaves = st.one_of(
         st.sampled_from(KEYS),
         st.sampled_from(["$gt", "$gte", "$lt", "$lte"]),
         st.sampled_from(NUMBERS),
+    ),
+    st.builds(
+        lambda key, op, value: {key: {op: value}},
+        st.sampled_from(KEYS),
+        st.sampled_from(["$contains", "$not_contains"]),
+        st.sampled_from(STRINGS),
     ),
 )
 wheres = st.recursive(
@@ -413,7 +423,15 @@ def filter_corpus(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[tuple[LexicalIndex, dict[str, Metadata]]]:
     rng = random.Random(1234)
-    pool: list[str | int | float | bool] = [*STRINGS, *NUMBERS, True, False]
+    pool: list[str | int | float | bool | list[str]] = [
+        *STRINGS,
+        *NUMBERS,
+        True,
+        False,
+        ["x"],
+        ["x", "y"],
+        [""],
+    ]
     records = []
     for i in range(300):
         metadata = {key: rng.choice(pool) for key in KEYS if rng.random() < 0.7}
@@ -476,7 +494,7 @@ def test_invalid_arguments_raise_clear_errors(index: LexicalIndex, tmp_path: Pat
         index.search("x", k=5, where={"a": 1})  # type: ignore[arg-type]
     with pytest.raises(InvalidDocumentError, match="chunk_id"):
         rec("bad\ud800#0", "x")
-    with pytest.raises(InvalidDocumentError, match="not a str, int, float or bool"):
+    with pytest.raises(InvalidDocumentError, match="or non-empty list of str"):
         rec("a#0", "x", {"k": [1, 2]})
     with pytest.raises(InvalidDocumentError, match="64 bits"):
         rec("a#0", "x", {"k": 2**70})

@@ -193,8 +193,17 @@ def test_negated_order_comparison_also_matches_missing_keys() -> None:
             "numericOperator '!' is not one of",
         ),
         (
-            {"AND": [{"key": "tags", "value": "red", "filterType": "array_contains"}]},
-            "stores scalar metadata only",
+            {
+                "AND": [
+                    {
+                        "key": "tags",
+                        "value": "red",
+                        "filterType": "array_contains",
+                        "ignoreCase": True,
+                    }
+                ]
+            },
+            "remove ignoreCase",
         ),
         (
             {"AND": [{"key": "t", "value": "x", "filterType": "string_contains"}]},
@@ -228,3 +237,14 @@ def test_too_many_matching_values_is_refused() -> None:
 def test_non_finite_numbers_are_refused() -> None:
     with pytest.raises(InvalidFilterError, match="finite"):
         where_from_filters({"AND": [{"key": "a", "value": math.inf}]})
+
+
+def test_array_contains_is_an_exact_list_item_test_and_negate_is_its_complement() -> None:
+    def where(**extra: object) -> object:
+        cond = {"key": "tags", "value": "red", "filterType": "array_contains", **extra}
+        return where_from_filters({"AND": [cond]})
+
+    assert where() == {"tags": {"$contains": "red"}}
+    assert where(negate=True) == {"tags": {"$not_contains": "red"}}
+    number = where_from_filters({"AND": [{"key": "t", "value": 7, "filterType": "array_contains"}]})
+    assert number == {"t": {"$contains": "7"}}  # list items are strings
