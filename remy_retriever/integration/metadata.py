@@ -15,10 +15,11 @@ the value with :class:`~remy_retriever.InvalidDocumentError` naming the key:
   the adapters, so nothing in user metadata can change what the adapters read, filter
   or delete by.
 - **Values.** ``str``, ``bool``, finite ``float`` and ``int`` in 64 bits are stored as
-  they are. A list, a tuple or an empty dict is stored as its JSON text (a tuple comes
-  back as a list: JSON has no tuples). ``None`` is not stored (Chroma has no null) but
-  recorded. Any other object (a ``datetime``, a ``Path``) is stored as its ``str()`` and
-  comes back as that string.
+  they are, and so is a list (or tuple) of strings that remy can store as a list (1 to
+  256 items), so ``$contains`` filters on its items. Any other list, a tuple or an empty
+  dict is stored as its JSON text. A tuple comes back as a list either way. ``None`` is
+  not stored (Chroma has no null) but recorded. Any other object (a ``datetime``, a
+  ``Path``) is stored as its ``str()`` and comes back as that string.
 - **Refused.** NaN and infinities, ints beyond 64 bits (anywhere, lists included),
   keys that are not ``str``, and lists holding anything JSON cannot hold raise
   :class:`~remy_retriever.InvalidDocumentError` naming the key; nothing is written.
@@ -39,7 +40,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import InvalidDocumentError
-from ..schema.document import MetadataValue
+from ..schema.document import MetadataValue, list_value_error, metadata_limit_error
 from ..schema.records import INT64_MAX, INT64_MIN, RESERVED_PREFIX
 from ..util.reprs import short_repr
 
@@ -87,6 +88,13 @@ def _number(path: Sequence[str], value: Any) -> Any:
         )
         raise InvalidDocumentError(msg)
     return value
+
+
+def _storable_list(value: Sequence[Any]) -> bool:
+    """Whether remy stores ``value`` as a list value (strings within the limits)."""
+    if list_value_error(value) is not None:
+        return False
+    return metadata_limit_error({"list": list(value)}) is None
 
 
 def _json_ready(path: Sequence[str], value: Any) -> Any:
@@ -145,6 +153,8 @@ class MetadataCodec:
                 stored = value
             elif isinstance(value, (bool, numbers.Real)):
                 stored = _number(path, value)
+            elif isinstance(value, (list, tuple)) and _storable_list(value):
+                stored = list(value)
             elif isinstance(value, (list, tuple, Mapping)):
                 plain = _json_ready(path, value)
                 stored, kind = json.dumps(plain, ensure_ascii=False, allow_nan=False), "json"

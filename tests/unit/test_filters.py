@@ -96,6 +96,23 @@ def test_matches_follows_chroma_semantics() -> None:
     assert ids({"flag": 1}) == []  # bools are not numbers
 
 
+def test_list_values_match_contains_only_as_chroma_does() -> None:
+    rows = {"1": {"t": ["x", "y"]}, "2": {"t": "x"}, "3": {}, "4": {"t": ["z"]}}
+
+    def ids(where: dict[str, object]) -> list[str]:
+        tree = parse_where(where)
+        return sorted(k for k, meta in rows.items() if matches(tree, meta))
+
+    # Measured against chromadb 1.5.9: $contains tests list items only, $not_contains
+    # is its complement (the missing key and scalars included), and the scalar
+    # operators never match a list.
+    assert ids({"t": {"$contains": "x"}}) == ["1"]
+    assert ids({"t": {"$not_contains": "x"}}) == ["2", "3", "4"]
+    assert ids({"t": {"$eq": "x"}}) == ["2"]
+    assert ids({"t": {"$in": ["x", "z"]}}) == ["2"]
+    assert ids({"t": {"$ne": "x"}}) == ["1", "3", "4"]
+
+
 # -- issue #12: limits, typed lists, reserved keys, 64-bit ints ---------------------------
 
 

@@ -58,7 +58,11 @@ def test_metadata_round_trips_exactly_or_is_refused_naming_a_key(metadata: dict[
             CODEC.encode(metadata)
         return
     encoded = CODEC.encode(metadata)
-    assert all(isinstance(v, (str, int, float, bool)) for v in encoded.values())
+    assert all(
+        isinstance(v, (str, int, float, bool))
+        or (isinstance(v, list) and v and all(isinstance(i, str) for i in v))
+        for v in encoded.values()
+    )
     users = [k for k in encoded if k != "lc_encoding"]
     assert not any(reserved_looking(k) for k in users)  # never an owned name
     Document(id="d", text="t", metadata=encoded)  # the core accepts every stored key
@@ -94,3 +98,10 @@ def test_ids_never_count_calls_and_keep_every_piece() -> None:
     assert twice[0] == twice[1]  # the same content, the same piece
     assert source_id("a@p1") != source_id("a", page=1)  # escaped: never ambiguous
     assert content_digest("t", {"k": 1}) != content_digest("t", {"k": 2})
+
+
+def test_lists_of_strings_are_stored_as_lists_so_contains_filters_on_them() -> None:
+    encoded = CODEC.encode({"tags": ["a", "b"], "mixed": ["a", 1], "none": [], "t": ("x",)})
+    assert encoded["tags"] == ["a", "b"] and encoded["t"] == ["x"]
+    assert encoded["mixed"] == '["a", 1]' and encoded["none"] == "[]"  # JSON text
+    assert CODEC.decode(encoded) == {"tags": ["a", "b"], "mixed": ["a", 1], "none": [], "t": ["x"]}

@@ -112,7 +112,10 @@ def test_loader_metadata_is_stored_reversibly_and_filterable(store: RemyVectorSt
     assert back.page_content == doc.page_content
 
     stored = store.retriever.get_documents(["report"])["report"].document.metadata
-    assert stored["languages"] == '["eng", "fra"]'
+    assert stored["languages"] == ["eng", "fra"]  # a list of strings is stored as a list
+    found = store.similarity_search("revenue", k=2, filter={"languages": {"$contains": "fra"}})
+    assert [hit.id for hit in found] == ["report"]
+    assert store.similarity_search("revenue", k=2, filter={"languages": {"$eq": "fra"}}) == []
     assert stored["layout.page.number"] == 3
     assert "coordinates" not in stored
 

@@ -4,7 +4,6 @@ postprocessors, on real Chroma, tantivy and MiniLM."""
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -224,9 +223,6 @@ def test_and_or_conditions_nest(engine: Retriever) -> None:
 @pytest.mark.parametrize(
     "op",
     [
-        FilterOperator.ANY,
-        FilterOperator.ALL,
-        FilterOperator.CONTAINS,
         FilterOperator.TEXT_MATCH,
         FilterOperator.TEXT_MATCH_INSENSITIVE,
         FilterOperator.IS_EMPTY,
@@ -238,7 +234,9 @@ def test_operators_without_an_equivalent_are_refused(
     filters = _filter("file_name", op, ["install.md"])
     with pytest.raises(InvalidFilterError, match=op.name):
         corpus_index.as_retriever(filters=filters).retrieve(INSTALL_QUERY)
-    with pytest.raises(InvalidFilterError, match="use one of EQ, NE, GT, GTE, LT, LTE, IN, NIN"):
+    with pytest.raises(
+        InvalidFilterError, match="use one of EQ, NE, GT, GTE, LT, LTE, IN, NIN, CONTAINS, ANY, ALL"
+    ):
         filters_to_where(filters)
 
 
@@ -258,7 +256,28 @@ def test_metadata_rule_round_trips_and_filters(engine: Retriever) -> None:
     (node,) = store.get_nodes(node_ids=["m1"])
     assert node.metadata == meta  # nested dicts, lists and None come back as given
     stored = engine.get_documents(["m1"])["m1"].document.metadata
-    assert json.loads(stored["languages"]) == ["eng", "fra"]
+    assert stored["languages"] == ["eng", "fra"]  # a list of strings is stored as a list
+    found = store.query(
+        VectorStoreQuery(
+            query_str="metadata rule", filters=_filter("languages", FilterOperator.CONTAINS, "fra")
+        )
+    )
+    assert found.ids == ["m1"]
+    missed = store.query(
+        VectorStoreQuery(
+            query_str="metadata rule", filters=_filter("languages", FilterOperator.CONTAINS, "fr")
+        )
+    )
+    assert missed.ids == []  # an exact item, not a substring
+    for op, values, ids in (
+        (FilterOperator.ANY, ["deu", "fra"], ["m1"]),
+        (FilterOperator.ALL, ["eng", "fra"], ["m1"]),
+        (FilterOperator.ALL, ["eng", "deu"], []),
+    ):
+        query = VectorStoreQuery(
+            query_str="metadata rule", filters=_filter("languages", op, values)
+        )
+        assert store.query(query).ids == ids, (op, values)
     hits = store.query(
         VectorStoreQuery(
             query_str="metadata rule", filters=_filter("loader.v.n", FilterOperator.EQ, 2)

@@ -77,14 +77,27 @@ _OPERATORS = {
     FilterOperator.LTE: "$lte",
     FilterOperator.IN: "$in",
     FilterOperator.NIN: "$nin",
+    FilterOperator.CONTAINS: "$contains",
 }
 _CONDITIONS = {FilterCondition.AND: "$and", FilterCondition.OR: "$or"}
+#: The list operators over several items, and how their ``$contains`` combine.
+_ITEMS_OF = {FilterOperator.ANY: "$or", FilterOperator.ALL: "$and"}
+
+
+def _items_where(key: str, value: Any, operator: FilterOperator) -> dict[str, Any]:
+    items = list(value) if isinstance(value, (list, tuple)) else [value]
+    if not items:
+        msg = f"metadata filter {operator.name} on {key!r} takes a non-empty list of values"
+        raise InvalidFilterError(msg)
+    parts = [{key: {"$contains": item}} for item in items]
+    return parts[0] if len(parts) == 1 else {_ITEMS_OF[operator]: parts}
 
 
 def filters_to_where(filters: MetadataFilters | None) -> dict[str, Any] | None:
-    """LlamaIndex ``MetadataFilters`` as a remy ``where``. EQ, NE, GT, GTE, LT, LTE, IN
-    and NIN, combined with AND / OR (nested too), have an equivalent; any other operator
-    or condition raises :class:`~remy_retriever.InvalidFilterError`."""
+    """LlamaIndex ``MetadataFilters`` as a remy ``where``. EQ, NE, GT, GTE, LT, LTE, IN,
+    NIN, CONTAINS (a list of strings holds the value), ANY and ALL (it holds one, or every
+    one, of the values), combined with AND / OR (nested too), have an equivalent; any
+    other operator or condition raises :class:`~remy_retriever.InvalidFilterError`."""
     if filters is None:
         return None
     parts: list[dict[str, Any]] = []
@@ -94,11 +107,15 @@ def filters_to_where(filters: MetadataFilters | None) -> dict[str, Any] | None:
             if inner is not None:
                 parts.append(inner)
             continue
-        op = _OPERATORS.get(FilterOperator(item.operator))
+        operator = FilterOperator(item.operator)
+        if operator in _ITEMS_OF:
+            parts.append(_items_where(item.key, item.value, operator))
+            continue
+        op = _OPERATORS.get(operator)
         if op is None:
             msg = (
                 f"metadata filter on {item.key!r} uses operator {item.operator!s}, which remy "
-                f"cannot run; use one of {', '.join(o.name for o in _OPERATORS)}"
+                f"cannot run; use one of {', '.join(o.name for o in (*_OPERATORS, *_ITEMS_OF))}"
             )
             raise InvalidFilterError(msg)
         value = list(item.value) if isinstance(item.value, (list, tuple)) else item.value
