@@ -36,8 +36,8 @@ _TASK = "Accepted; remy applies its memory rule (a short document is a memory) e
 _FILTER = (
     "A FilterExpression: {operator: and|or, operands: [...]} or a predicate {field, "
     "operator: eq|neq|contains|notContains|gt|gte|lt|lte|arrayContains|arrayNotContains, "
-    "value, caseSensitive}. arrayContains and arrayNotContains are refused (400): remy "
-    "stores scalar metadata only; store each item as its own key and filter it with eq."
+    "value, caseSensitive}. arrayContains / arrayNotContains take a string: a list "
+    "metadata value holds (or does not hold) it as an exact item."
 )
 
 MetadataValue = Union[StrictStr, StrictBool, StrictInt, StrictFloat, list[StrictStr]]

@@ -56,8 +56,8 @@ Metadata = Union[dict[str, MetadataValue], None]
 Filters = Union[dict[str, Any], str, None]
 _FILTERS_HELP = (
     "supermemory's filter tree {AND|OR: [{key, value, filterType, negate, ignoreCase, "
-    "numericOperator}]}, or the same as a JSON string; array_contains is refused (remy "
-    "stores scalar metadata only)."
+    "numericOperator}]}, or the same as a JSON string; array_contains keeps what holds "
+    "value as an exact item of a list metadata value."
 )
 _FILEPATH_HELP = "Filtering by filepath is not supported by remy: a request with it is refused."
 
