@@ -14,8 +14,9 @@ lexically (k=10, title and text indexed as one field, as ``Retriever`` does).
 The cost part analyses the same text with every analyser in one run, one analyser after
 another: all the collections' documents together (every script), ``--rounds`` passes after
 one untimed warm-up pass (so each stemmer's cache is warm, as it is on a real corpus with
-repeated words), and all their queries (``query_terms``). It reports milliseconds per MB of
-UTF-8 text, microseconds per query and the ratio to ``"english"`` of the same run.
+repeated words), and all their queries (``query_terms``), the analysers taken round-robin
+in each pass. It reports the median pass as milliseconds per MB of UTF-8 text and
+microseconds per query, and the ratio to ``"english"`` of the same run.
 """
 
 from __future__ import annotations
@@ -112,25 +113,29 @@ def cost(root: Path, rounds: int) -> dict[str, Any]:
         texts += [f"{title}\n{text}".strip() for title, text in dataset.corpus.values()]
         queries += list(dataset.queries.values())
     megabytes = sum(len(t.encode("utf-8")) for t in texts) / 1e6
-    per: dict[str, Any] = {}
-    for name in ANALYZER_NAMES:
-        analyser = get_analyzer(name)
-        for text in texts:  # warm-up: stopword list loaded, stem cache filled
+    chosen = [get_analyzer(name) for name in ANALYZER_NAMES]
+    for analyser in chosen:  # warm-up: stopword list loaded, stem cache filled
+        for text in texts:
             analyser.terms(text)
-        began = time.perf_counter()
-        for _ in range(rounds):
+    passes: dict[str, list[float]] = {a.name: [] for a in chosen}
+    query_passes: dict[str, list[float]] = {a.name: [] for a in chosen}
+    for _ in range(rounds):  # round-robin, so a change in the machine's load hits all alike
+        for analyser in chosen:
+            began = time.perf_counter()
             for text in texts:
                 analyser.terms(text)
-        index_s = time.perf_counter() - began
-        began = time.perf_counter()
-        for _ in range(rounds):
+            passes[analyser.name].append(time.perf_counter() - began)
+            began = time.perf_counter()
             for query in queries:
                 analyser.query_terms(query)
-        query_s = time.perf_counter() - began
+            query_passes[analyser.name].append(time.perf_counter() - began)
+    per: dict[str, Any] = {}
+    for name in ANALYZER_NAMES:
+        index_s, query_s = statistics.median(passes[name]), statistics.median(query_passes[name])
         per[name] = {
-            "ms_per_mb": round(index_s * 1000 / (megabytes * rounds), 1),
-            "mb_per_s": round(megabytes * rounds / index_s, 2),
-            "us_per_query": round(query_s * 1e6 / (len(queries) * rounds), 1),
+            "ms_per_mb": round(index_s * 1000 / megabytes, 1),
+            "mb_per_s": round(megabytes / index_s, 2),
+            "us_per_query": round(query_s * 1e6 / len(queries), 1),
         }
     base = per[BASELINE]
     for row in per.values():
@@ -166,7 +171,14 @@ def markdown(data: dict[str, Any]) -> str:
     ]
     c = r["cost"]
     cost_rows = [
-        [f"`{name}`", a["ms_per_mb"], a["mb_per_s"], a["index_ratio"], a["us_per_query"], a["query_ratio"]]
+        [
+            f"`{name}`",
+            a["ms_per_mb"],
+            a["mb_per_s"],
+            a["index_ratio"],
+            a["us_per_query"],
+            a["query_ratio"],
+        ]
         for name, a in c["analysers"].items()
     ]
     return (
@@ -190,8 +202,8 @@ def markdown(data: dict[str, Any]) -> str:
         )
         + f"\n\nAnalysis cost, every analyser over the same text in one run: "
         f"{c['documents']} documents ({c['megabytes']} MB of UTF-8, every collection's "
-        f"script) x {c['rounds']} rounds after a warm-up pass, and {c['queries']} queries; "
-        "ratios are to `english`.\n\n"
+        f"script) and {c['queries']} queries, the median of {c['rounds']} passes per analyser "
+        "taken round-robin after a warm-up pass; ratios are to `english`.\n\n"
         + common.md_table(
             ["analyser", "ms per MB", "MB/s", "x english", "µs per query", "x english"],
             cost_rows,
@@ -203,7 +215,7 @@ def markdown(data: dict[str, Any]) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=DATA_DIR)
-    parser.add_argument("--rounds", type=int, default=20)
+    parser.add_argument("--rounds", type=int, default=40)
     parser.add_argument("--out", type=Path, default=common.RESULTS_DIR)
     parser.add_argument("--name", default="analysers")
     args = parser.parse_args()
