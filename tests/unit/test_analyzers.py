@@ -103,6 +103,19 @@ def test_python_and_java_identifiers_split_and_keep_the_whole() -> None:
     assert ENGLISH.terms("getUserName") == ["getusernam"]
 
 
+def test_words_with_vowel_signs_and_points_stay_whole_in_every_script() -> None:
+    """Devanagari and Tamil vowel signs, Hebrew points and Arabic harakat are combining
+    marks: a word keeps them, so the stemmer sees the whole word and the span covers it."""
+    hindi = pairs(get_analyzer("hindi"), "नर्सें वेतन माँग रही हैं")
+    assert [surface for _, surface in hindi][:2] == ["नर्सें", "वेतन"]
+    assert get_analyzer("hindi").terms("नर्सें") == get_analyzer("hindi").terms("नर्सों")
+    tamil = pairs(get_analyzer("tamil"), "மாணவர்கள் தேர்வு எழுதினார்கள்")
+    assert [surface for _, surface in tamil] == ["மாணவர்கள்", "தேர்வு", "எழுதினார்கள்"]
+    assert [s for _, s in pairs(get_analyzer("yiddish"), "אַ שיין הויז")][-1] == "הויז"
+    assert [s for _, s in pairs(get_analyzer("simple"), "פֿאַרשטיין")] == ["פֿאַרשטיין"]
+    assert [s for _, s in pairs(get_analyzer("arabic"), "كَتَبَ الوَلَدُ")] == ["كَتَبَ", "الوَلَدُ"]
+
+
 def test_simple_lowercases_and_splits_only() -> None:
     simple = get_analyzer("simple")
     assert simple.terms("The Installing of THE things") == [
