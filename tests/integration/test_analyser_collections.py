@@ -21,6 +21,10 @@ KNOWN_LOSSES = {
         "Snowball French stems 'loyer' to 'loi' but 'loyers' to 'loyer', so one of the "
         "26 queries loses a judged document that English's stemmer keeps"
     ),
+    "tamil": (
+        "Snowball Tamil stems 'நீச்சல்' (swimming) to 'நீ' but 'நீச்சலில்' to 'நீச்சல்', so one "
+        "of the 22 queries misses its document; English's split matches its fragments"
+    ),
 }
 #: The least nDCG@10 the right analyser must reach on any collection.
 FLOOR = 0.5
