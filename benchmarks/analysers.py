@@ -7,7 +7,7 @@ indexed MB and per query for every analyser.
 The collections are in ``benchmarks/data/analysers/<name>/`` (BEIR layout, written for
 this repository; ``PROVENANCE.md`` there says how the queries and judgments were made).
 A folder is named after its analyser, except Chinese, Japanese and Korean, which use
-``"cjk"``. Each collection is indexed twice into the real lexical index (tantivy), once
+``"cjk"``; ``"dutch_porter"`` is judged on the Dutch collection too. Each collection is indexed twice into the real lexical index (tantivy), once
 with its analyser and once with ``"english"``, and every judged query is searched
 lexically (k=10, title and text indexed as one field, as ``Retriever`` does).
 
@@ -37,6 +37,8 @@ from remy_retriever.text.analyzers import ANALYZER_NAMES, get_analyzer
 DATA_DIR = common.ROOT / "benchmarks" / "data" / "analysers"
 #: Collections whose analyser is not named after their folder.
 _ANALYSER_OF = {"chinese": "cjk", "japanese": "cjk", "korean": "cjk"}
+#: Analysers judged on another language's collection too: Dutch's second stemmer.
+_ALSO_ON = {"dutch": ("dutch_porter",)}
 BASELINE = "english"
 K = 10
 
@@ -48,6 +50,16 @@ def collections(root: Path = DATA_DIR) -> dict[str, str]:
         for p in sorted(root.iterdir())
         if (p / "corpus.jsonl").is_file()
     }
+
+
+def judged(root: Path = DATA_DIR) -> list[tuple[str, str, str]]:
+    """Every (label, collection folder, analyser) the quality part measures: each
+    collection with its analyser, plus the analysers of :data:`_ALSO_ON`."""
+    out = []
+    for name, analyser in collections(root).items():
+        out.append((name, name, analyser))
+        out += [(f"{name} ({also})", name, also) for also in _ALSO_ON.get(name, ())]
+    return out
 
 
 def _records(dataset: BeirDataset) -> list[LexicalRecord]:
@@ -86,11 +98,11 @@ def ndcg10(dataset: BeirDataset, analyser: str) -> tuple[float, dict[str, float]
 
 def quality(root: Path) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    for name, analyser in collections(root).items():
+    for label, name, analyser in judged(root):
         dataset = load_beir(root / name)
         right, right_q = ndcg10(dataset, analyser)
         english, english_q = ndcg10(dataset, BASELINE)
-        out[name] = {
+        out[label] = {
             "analyser": analyser,
             "documents": len(dataset.corpus),
             "queries": len(dataset.queries),
