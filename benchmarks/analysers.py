@@ -7,16 +7,18 @@ indexed MB and per query for every analyser.
 The collections are in ``benchmarks/data/analysers/<name>/`` (BEIR layout, written for
 this repository; ``PROVENANCE.md`` there says how the queries and judgments were made).
 A folder is named after its analyser, except Chinese, Japanese and Korean, which use
-``"cjk"``; ``"dutch_porter"`` is judged on the Dutch collection too. Each collection is indexed twice into the real lexical index (tantivy), once
-with its analyser and once with ``"english"``, and every judged query is searched
-lexically (k=10, title and text indexed as one field, as ``Retriever`` does).
+``"cjk"``; ``"dutch_porter"`` is judged on the Dutch collection too. Each collection is
+indexed twice into the real lexical index (tantivy), once with its analyser and once
+with ``"english"``, and every judged query is searched lexically (k=10, title and text
+indexed as one field, as ``Retriever`` does).
 
-The cost part analyses the same text with every analyser in one run, one analyser after
-another: all the collections' documents together (every script), ``--rounds`` passes after
-one untimed warm-up pass (so each stemmer's cache is warm, as it is on a real corpus with
-repeated words), and all their queries (``query_terms``), the analysers taken round-robin
-in each pass. It reports the median pass as milliseconds per MB of UTF-8 text and
-microseconds per query, and the ratio to ``"english"`` of the same run.
+The cost part analyses the same text with every analyser in one run: all the
+collections' documents together (every script) and all their queries (``query_terms``),
+``--rounds`` passes after one untimed warm-up pass (so each stemmer's cache is warm, as it
+is on a real corpus with repeated words), every pass running each analyser in turn
+(round-robin, so a change in the machine's load hits all alike). It reports the median
+pass as milliseconds per MB of UTF-8 text and microseconds per query, and the ratio to
+``"english"`` of the same run.
 """
 
 from __future__ import annotations
