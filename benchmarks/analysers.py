@@ -119,7 +119,8 @@ def quality(root: Path) -> dict[str, Any]:
 
 
 def cost(root: Path, rounds: int) -> dict[str, Any]:
-    """Every analyser over the same documents and queries, one after another."""
+    """Every analyser over the same documents and queries (all collections), and each
+    judged analyser against ``english`` over its own collection's documents."""
     texts: list[str] = []
     queries: list[str] = []
     for name in collections(root):
@@ -152,6 +153,7 @@ def cost(root: Path, rounds: int) -> dict[str, Any]:
             "us_per_query": round(query_s * 1e6 / len(queries), 1),
         }
     base = per[BASELINE]
+    own = _own_text(root, rounds)
     for row in per.values():
         row["index_ratio"] = round(row["ms_per_mb"] / base["ms_per_mb"], 2)
         row["query_ratio"] = round(row["us_per_query"] / base["us_per_query"], 2)
@@ -161,7 +163,36 @@ def cost(root: Path, rounds: int) -> dict[str, Any]:
         "queries": len(queries),
         "rounds": rounds,
         "analysers": per,
+        "own_text": own,
     }
+
+
+def _own_text(root: Path, rounds: int) -> dict[str, Any]:
+    """Per judged (collection, analyser): ms per MB of its own documents, with it and with
+    ``english``, the two taken in turn ``rounds`` times (medians)."""
+    out: dict[str, Any] = {}
+    for label, name, analyser_name in judged(root):
+        dataset = load_beir(root / name)
+        texts = [f"{title}\n{text}".strip() for title, text in dataset.corpus.values()]
+        megabytes = sum(len(t.encode("utf-8")) for t in texts) / 1e6
+        pair = (get_analyzer(analyser_name), get_analyzer(BASELINE))
+        times: dict[str, list[float]] = {"own": [], "english": []}
+        for analyser in pair:
+            for text in texts:
+                analyser.terms(text)
+        for _ in range(rounds):
+            for key, analyser in zip(("own", "english"), pair):
+                began = time.perf_counter()
+                for text in texts:
+                    analyser.terms(text)
+                times[key].append(time.perf_counter() - began)
+        own_ms, english_ms = (statistics.median(times[k]) * 1000 / megabytes for k in times)
+        out[label] = {
+            "ms_per_mb": round(own_ms, 1),
+            "english_ms_per_mb": round(english_ms, 1),
+            "ratio": round(own_ms / english_ms, 2),
+        }
+    return out
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -180,6 +211,8 @@ def markdown(data: dict[str, Any]) -> str:
             f"{q['ndcg10_english']:.3f}",
             f"{q['gain']:+.3f}",
             f"{q['queries_better']} / {q['queries_worse']}",
+            r["cost"]["own_text"][name]["ms_per_mb"],
+            r["cost"]["own_text"][name]["ratio"],
         ]
         for name, q in r["quality"].items()
     ]
@@ -200,7 +233,9 @@ def markdown(data: dict[str, Any]) -> str:
         + "\nLexical-only nDCG@10 (BM25, tantivy, k=10) on the judged collections of "
         "`benchmarks/data/analysers/` (written for this repository; see its PROVENANCE.md), "
         "with the language's analyser and with `english`; queries better / worse counts the "
-        "queries whose nDCG@10 the right analyser raises / lowers.\n\n"
+        "queries whose nDCG@10 the right analyser raises / lowers; analysis ms per MB is the "
+        "analyser's over the collection's own documents, and x english its ratio to `english` "
+        "over the same documents (medians, the two taken in turn).\n\n"
         + common.md_table(
             [
                 "collection",
@@ -211,6 +246,8 @@ def markdown(data: dict[str, Any]) -> str:
                 "nDCG@10 english",
                 "gain",
                 "queries better / worse",
+                "analysis ms per MB",
+                "x english",
             ],
             rows,
         )
