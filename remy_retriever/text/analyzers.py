@@ -209,7 +209,8 @@ def _build(name: str) -> Analyzer:
         return Analyzer(name, _cjk_spans)
     if name == "code":
         return Analyzer(name, _code_spans)
-    return Analyzer(name, _LanguageSpans(name))
+    spans = _LanguageSpans(name)
+    return Analyzer(name, spans, spans.terms)
 
 
 def _stopwords(language: str) -> frozenset[str]:
@@ -244,6 +245,7 @@ class _LanguageSpans:
         self.elisions = _ELISIONS.get(language, frozenset())
         self._local = threading.local()
         self._cache: dict[str, str] = {}
+        self._terms: dict[str, str] = {}
 
     def _stem(self, words: list[str]) -> list[str]:
         cache_ = self._cache
@@ -256,6 +258,38 @@ class _LanguageSpans:
                 cache_.clear()
             cache_.update(zip(missing, stemmer.stemWords(missing)))
         return [cache_.get(w) or w for w in words]
+
+    def _prepared(self, surface: str) -> str | None:
+        """A surface word normalised, its elided article cut off; ``None`` if dropped."""
+        word = _normalize(surface)
+        cut = word.find("'")
+        if cut > 0 and word[:cut] in self.elisions:
+            word = word[cut + 1 :]
+        if word in self.stopwords or len(word) > _MAX_TOKEN_CHARS:
+            return None
+        return word.replace("'", "")
+
+    def terms(self, text: str) -> list[str]:
+        """The terms of :meth:`__call__`'s spans, without offsets (the indexing path),
+        memoised per surface word."""
+        surfaces = _script_word().findall(sanitize(text).replace("_", " "))
+        cache_ = self._terms
+        missing = [w for w in set(surfaces) if w not in cache_]
+        if missing:
+            prepared = [self._prepared(w) for w in missing]
+            stems = iter(self._stem([p for p in prepared if p is not None]))
+            if len(cache_) > 200_000:
+                cache_.clear()
+            cache_.update((w, "" if p is None else next(stems)) for w, p in zip(missing, prepared))
+        out: list[str] = []
+        for surface in surfaces:
+            term = cache_.get(surface)
+            if term is None:  # another thread cleared the cache meanwhile
+                word = self._prepared(surface)
+                term = "" if word is None else self._stem([word])[0]
+            if term:
+                out.append(term)
+        return out
 
     def __call__(self, text: str) -> list[Span]:
         text = sanitize(text).replace("_", " ")
