@@ -206,7 +206,7 @@ def _build(name: str) -> Analyzer:
     if name == "simple":
         return Analyzer(name, _simple_spans)
     if name == "cjk":
-        return Analyzer(name, _cjk_spans)
+        return Analyzer(name, _cjk_spans, _cjk_terms)
     if name == "code":
         return Analyzer(name, _code_spans)
     spans = _LanguageSpans(name)
@@ -320,6 +320,22 @@ def _cjk_spans(text: str) -> list[Span]:
             out.append(Span(run, start, start + 1))
             continue
         out.extend(Span(run[i : i + 2], start + i, start + i + 2) for i in range(len(run) - 1))
+    return out
+
+
+def _cjk_terms(text: str) -> list[str]:
+    """The terms of :func:`_cjk_spans`, without offsets (the indexing path)."""
+    out: list[str] = []
+    for m in _cjk_or_word().finditer(sanitize(text).replace("_", " ")):
+        run = m.group()
+        if m.group("cjk") is None:
+            term = _normalize(run).replace("'", "")
+            if term and len(term) <= _MAX_TOKEN_CHARS:
+                out.append(term)
+        elif len(run) == 1:
+            out.append(run)
+        else:
+            out.extend(map(str.__add__, run, run[1:]))
     return out
 
 

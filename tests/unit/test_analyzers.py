@@ -160,17 +160,31 @@ def test_spans_stay_inside_any_text(name: str, text: str) -> None:
         assert " " not in span.term and span.term
 
 
-@pytest.mark.parametrize("name", ["french", "italian", "german", "hindi", "arabic"])
+@pytest.mark.parametrize("name", ["french", "italian", "german", "hindi", "arabic", "cjk"])
 @given(
     st.lists(
-        st.sampled_from(["l'homme", "dell'arte", "Häuser", "die", "नर्सें", "كَتَبَ", "’", "x"])
+        st.sampled_from(
+            [
+                "l'homme",
+                "dell'arte",
+                "Häuser",
+                "die",
+                "नर्सें",
+                "كَتَبَ",
+                "’",
+                "x",
+                "机器学习",
+                "東",
+                "한국어",
+            ]
+        )
         | st.text(max_size=12),
         max_size=12,
     )
 )
 def test_the_indexing_path_gives_the_terms_of_the_spans(name: str, words: list[str]) -> None:
-    """A language analyser's terms without offsets (what indexing uses) are its spans'
-    terms, in order, on any text, and again once memoised."""
+    """A language or CJK analyser's terms without offsets (what indexing uses) are its
+    spans' terms, in order, on any text, and again once memoised."""
     analyzer = get_analyzer(name)
     text = " ".join(words)
     assert analyzer.terms(text) == [s.term for s in analyzer.spans(text)]
