@@ -204,7 +204,7 @@ def _build(name: str) -> Analyzer:
     if name == "english":
         return ENGLISH
     if name == "simple":
-        return Analyzer(name, _simple_spans)
+        return Analyzer(name, _simple_spans, _simple_terms)
     if name == "cjk":
         return Analyzer(name, _cjk_spans, _cjk_terms)
     if name == "code":
@@ -233,6 +233,16 @@ def _simple_spans(text: str) -> list[Span]:
         term = _normalize(m.group()).replace("'", "")
         if term and len(term) <= _MAX_TOKEN_CHARS:
             out.append(Span(term, m.start(), m.end()))
+    return out
+
+
+def _simple_terms(text: str) -> list[str]:
+    """The terms of :func:`_simple_spans`, without offsets (the indexing path)."""
+    out: list[str] = []
+    for word in _script_word().findall(sanitize(text).replace("_", " ")):
+        term = _normalize(word).replace("'", "")
+        if term and len(term) <= _MAX_TOKEN_CHARS:
+            out.append(term)
     return out
 
 

@@ -160,7 +160,9 @@ def test_spans_stay_inside_any_text(name: str, text: str) -> None:
         assert " " not in span.term and span.term
 
 
-@pytest.mark.parametrize("name", ["french", "italian", "german", "hindi", "arabic", "cjk"])
+@pytest.mark.parametrize(
+    "name", ["french", "italian", "german", "hindi", "arabic", "cjk", "simple"]
+)
 @given(
     st.lists(
         st.sampled_from(
@@ -183,7 +185,7 @@ def test_spans_stay_inside_any_text(name: str, text: str) -> None:
     )
 )
 def test_the_indexing_path_gives_the_terms_of_the_spans(name: str, words: list[str]) -> None:
-    """A language or CJK analyser's terms without offsets (what indexing uses) are its
+    """A language, CJK or simple analyser's terms without offsets (what indexing uses) are its
     spans' terms, in order, on any text, and again once memoised."""
     analyzer = get_analyzer(name)
     text = " ".join(words)
