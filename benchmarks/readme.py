@@ -288,8 +288,33 @@ def view_suites(results: Path) -> str:
     return "\n".join(rows) + "\n"
 
 
+def view_analysers(results: Path) -> str:
+    """README "Text in other languages": lexical nDCG@10 with each language's analyser
+    against ``english`` on its judged collection, and the spread of analysis cost, from
+    the one run of ``benchmarks/results/analysers.json``."""
+    data = _load(results, "analysers")
+    quality = data["result"]["quality"]
+    pairs = [
+        f"{name} {_fmt(q['ndcg10'])} vs {_fmt(q['ndcg10_english'])}" for name, q in quality.items()
+    ]
+    wins = sum(q["gain"] > 0 for q in quality.values())
+    per = data["result"]["cost"]["analysers"]
+    languages = [a for n, a in per.items() if n not in ("english", "cjk", "code", "simple")]
+    low = min(a["index_ratio"] for a in languages)
+    high = max(a["index_ratio"] for a in languages)
+    return (
+        f"Lexical nDCG@10 with the language's analyser vs `english`, on a small judged "
+        f"collection per language written for this repository "
+        f"(`benchmarks/data/analysers/`): {'; '.join(pairs)}. The right analyser wins on "
+        f"{wins} of {len(quality)}. Indexing analysis costs {low:.2f}x to {high:.2f}x "
+        f"English's per MB for the Snowball languages, {per['cjk']['index_ratio']:.2f}x for "
+        f"`cjk` ({_machine_note(data)}: `benchmarks/results/analysers.md`).\n"
+    )
+
+
 VIEWS: dict[str, Callable[[Path], str]] = {
     "suites": view_suites,
+    "analysers": view_analysers,
     "targets": targets.view_targets,
     "quality": view_quality,
     "fusion": view_fusion,

@@ -299,6 +299,12 @@ SUITES: tuple[Suite, ...] = (
         ),
     ),
     Suite(
+        "analysers",
+        "lexical nDCG@10 of each language's analyser against english on a judged "
+        "collection per language, and each analyser's cost per indexed MB and per query",
+        (_s("analysers", "", "--rounds 1", "analysers.json"),),
+    ),
+    Suite(
         "soak",
         "errors, p50/p99 per window and RSS growth under minutes of mixed concurrent queries",
         (

@@ -5,16 +5,18 @@ lexical index, query parsing, highlighting and ``explain`` all analyse with it, 
 offsets of :class:`~.analysis.Span` always point into the original text, in every script.
 
 * ``"english"`` (the default): :mod:`.analysis`, unchanged.
-* every other PyStemmer language (``"german"``, ``"french"``, ...): lowercase, the same
-  word split, that language's stopwords (data files in ``stopwords/``, source named in
-  their README), its elided articles cut off (``l'homme`` -> ``homme``), then Snowball.
+* every other PyStemmer language (``"german"``, ``"french"``, ...): lowercase, a word
+  split that keeps every combining mark inside a word (Indic vowel signs, Hebrew and
+  Arabic points, where English's split cuts a word), that language's stopwords (data
+  files in ``stopwords/``, source named in their README), its elided articles cut off
+  (``l'homme`` -> ``homme``), then Snowball.
 * ``"cjk"``: runs of Han, Hiragana, Katakana and Hangul become overlapping character
   bigrams (a lone character stays a unigram), as Lucene's CJK analyser does; other words
   are analysed as ``"simple"``, so mixed CJK and Latin text works.
 * ``"code"``: identifiers split at camelCase, PascalCase, snake_case, dots, ``::``,
   slashes and hyphens, each part lowercased, and the whole identifier kept as a term
   too (``getUserName`` -> ``getusername``, ``get``, ``user``, ``name``). No stemming.
-* ``"simple"``: lowercase and the word split; no stopwords, no stemming.
+* ``"simple"``: lowercase and the same word split; no stopwords, no stemming.
 
 Pure functions; no I/O besides reading a stopword list once.
 """
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import re
 import threading
+import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
@@ -106,9 +109,6 @@ _CJK_RANGES = (
 )
 _MARKS = "\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f"
 _CJK_RUN = re.compile(rf"[{_CJK_RANGES}]+")
-# A non-CJK word: letters/digits of other scripts, inner apostrophes allowed.
-_NON_CJK_CHAR = rf"(?:[{_MARKS}]|(?![{_CJK_RANGES}])\w)"
-_CJK_OR_WORD = re.compile(rf"(?P<cjk>[{_CJK_RANGES}]+)|{_NON_CJK_CHAR}+(?:['’]{_NON_CJK_CHAR}+)*")
 # An identifier: word runs joined by dots, "::", "->", slashes, backslashes or hyphens.
 _IDENT_PART = rf"[\w{_MARKS}$]+"
 _IDENTIFIER = re.compile(rf"{_IDENT_PART}(?:(?:::|->|[./\\-]){_IDENT_PART})*")
@@ -116,6 +116,47 @@ _IDENT_PIECE = re.compile(r"[^\W_]+")
 # camelCase / PascalCase pieces: "HTTPServer" -> HTTP, Server; "getUserName" -> get, User,
 # Name; digits stay with the letters before them ("utf8Decode" -> utf8, Decode).
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z\d]+|[A-Z\d]+")
+
+
+@cache
+def _all_marks() -> str:
+    """Every combining mark (Unicode categories Mn, Mc, Me) as a regex class body, built
+    on first use (one pass over the first two planes, plus the variation selectors)."""
+    ranges: list[str] = []
+    start = last = -2
+    for code in range(0x20000):
+        if unicodedata.category(chr(code)).startswith("M"):
+            if code != last + 1:
+                if start >= 0:
+                    ranges.append(_char_range(start, last))
+                start = code
+            last = code
+    ranges.append(_char_range(start, last))
+    ranges.append(_char_range(0xE0100, 0xE01EF))
+    return "".join(ranges)
+
+
+@cache
+def _script_word() -> re.Pattern[str]:
+    """A word for every analyser but ``english``: letters and digits of any script with
+    every combining mark inside, inner apostrophes allowed. ``\\w`` alone stops at the
+    vowel signs of Devanagari, Tamil and the other Indic scripts and at Hebrew and Arabic
+    points, which would cut ``नर्सों`` into pieces."""
+    char = rf"[\w{_all_marks()}]"
+    return re.compile(rf"{char}+(?:['’]{char}+)*")
+
+
+@cache
+def _cjk_or_word() -> re.Pattern[str]:
+    """A CJK run, or a word of any other script (as :func:`_script_word`)."""
+    char = rf"(?:[{_all_marks()}]|(?![{_CJK_RANGES}])\w)"
+    return re.compile(rf"(?P<cjk>[{_CJK_RANGES}]+)|{char}+(?:['’]{char}+)*")
+
+
+def _char_range(start: int, end: int) -> str:
+    return (
+        re.escape(chr(start)) if start == end else f"{re.escape(chr(start))}-{re.escape(chr(end))}"
+    )
 
 
 @dataclass(frozen=True)
@@ -163,12 +204,13 @@ def _build(name: str) -> Analyzer:
     if name == "english":
         return ENGLISH
     if name == "simple":
-        return Analyzer(name, _simple_spans)
+        return Analyzer(name, _simple_spans, _simple_terms)
     if name == "cjk":
-        return Analyzer(name, _cjk_spans)
+        return Analyzer(name, _cjk_spans, _cjk_terms)
     if name == "code":
         return Analyzer(name, _code_spans)
-    return Analyzer(name, _LanguageSpans(name))
+    spans = _LanguageSpans(name)
+    return Analyzer(name, spans, spans.terms)
 
 
 def _stopwords(language: str) -> frozenset[str]:
@@ -187,10 +229,20 @@ def _normalize(word: str) -> str:
 def _simple_spans(text: str) -> list[Span]:
     text = sanitize(text).replace("_", " ")
     out = []
-    for m in analysis._WORD.finditer(text):
+    for m in _script_word().finditer(text):
         term = _normalize(m.group()).replace("'", "")
         if term and len(term) <= _MAX_TOKEN_CHARS:
             out.append(Span(term, m.start(), m.end()))
+    return out
+
+
+def _simple_terms(text: str) -> list[str]:
+    """The terms of :func:`_simple_spans`, without offsets (the indexing path)."""
+    out: list[str] = []
+    for word in _script_word().findall(sanitize(text).replace("_", " ")):
+        term = _normalize(word).replace("'", "")
+        if term and len(term) <= _MAX_TOKEN_CHARS:
+            out.append(term)
     return out
 
 
@@ -203,6 +255,7 @@ class _LanguageSpans:
         self.elisions = _ELISIONS.get(language, frozenset())
         self._local = threading.local()
         self._cache: dict[str, str] = {}
+        self._terms: dict[str, str] = {}
 
     def _stem(self, words: list[str]) -> list[str]:
         cache_ = self._cache
@@ -216,10 +269,42 @@ class _LanguageSpans:
             cache_.update(zip(missing, stemmer.stemWords(missing)))
         return [cache_.get(w) or w for w in words]
 
+    def _prepared(self, surface: str) -> str | None:
+        """A surface word normalised, its elided article cut off; ``None`` if dropped."""
+        word = _normalize(surface)
+        cut = word.find("'")
+        if cut > 0 and word[:cut] in self.elisions:
+            word = word[cut + 1 :]
+        if word in self.stopwords or len(word) > _MAX_TOKEN_CHARS:
+            return None
+        return word.replace("'", "")
+
+    def terms(self, text: str) -> list[str]:
+        """The terms of :meth:`__call__`'s spans, without offsets (the indexing path),
+        memoised per surface word."""
+        surfaces = _script_word().findall(sanitize(text).replace("_", " "))
+        cache_ = self._terms
+        missing = [w for w in set(surfaces) if w not in cache_]
+        if missing:
+            prepared = [self._prepared(w) for w in missing]
+            stems = iter(self._stem([p for p in prepared if p is not None]))
+            if len(cache_) > 200_000:
+                cache_.clear()
+            cache_.update((w, "" if p is None else next(stems)) for w, p in zip(missing, prepared))
+        out: list[str] = []
+        for surface in surfaces:
+            term = cache_.get(surface)
+            if term is None:  # another thread cleared the cache meanwhile
+                word = self._prepared(surface)
+                term = "" if word is None else self._stem([word])[0]
+            if term:
+                out.append(term)
+        return out
+
     def __call__(self, text: str) -> list[Span]:
         text = sanitize(text).replace("_", " ")
         words: list[tuple[str, int, int]] = []
-        for m in analysis._WORD.finditer(text):
+        for m in _script_word().finditer(text):
             word, start = _normalize(m.group()), m.start()
             cut = word.find("'")
             if cut > 0 and word[:cut] in self.elisions:
@@ -234,7 +319,7 @@ class _LanguageSpans:
 def _cjk_spans(text: str) -> list[Span]:
     text = sanitize(text).replace("_", " ")
     out: list[Span] = []
-    for m in _CJK_OR_WORD.finditer(text):
+    for m in _cjk_or_word().finditer(text):
         if m.group("cjk") is None:
             term = _normalize(m.group()).replace("'", "")
             if term and len(term) <= _MAX_TOKEN_CHARS:
@@ -245,6 +330,22 @@ def _cjk_spans(text: str) -> list[Span]:
             out.append(Span(run, start, start + 1))
             continue
         out.extend(Span(run[i : i + 2], start + i, start + i + 2) for i in range(len(run) - 1))
+    return out
+
+
+def _cjk_terms(text: str) -> list[str]:
+    """The terms of :func:`_cjk_spans`, without offsets (the indexing path)."""
+    out: list[str] = []
+    for m in _cjk_or_word().finditer(sanitize(text).replace("_", " ")):
+        run = m.group()
+        if m.group("cjk") is None:
+            term = _normalize(run).replace("'", "")
+            if term and len(term) <= _MAX_TOKEN_CHARS:
+                out.append(term)
+        elif len(run) == 1:
+            out.append(run)
+        else:
+            out.extend(map(str.__add__, run, run[1:]))
     return out
 
 

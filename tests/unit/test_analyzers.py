@@ -103,6 +103,19 @@ def test_python_and_java_identifiers_split_and_keep_the_whole() -> None:
     assert ENGLISH.terms("getUserName") == ["getusernam"]
 
 
+def test_words_with_vowel_signs_and_points_stay_whole_in_every_script() -> None:
+    """Devanagari and Tamil vowel signs, Hebrew points and Arabic harakat are combining
+    marks: a word keeps them, so the stemmer sees the whole word and the span covers it."""
+    hindi = pairs(get_analyzer("hindi"), "नर्सें वेतन माँग रही हैं")
+    assert [surface for _, surface in hindi][:2] == ["नर्सें", "वेतन"]
+    assert get_analyzer("hindi").terms("नर्सें") == get_analyzer("hindi").terms("नर्सों")
+    tamil = pairs(get_analyzer("tamil"), "மாணவர்கள் தேர்வு எழுதினார்கள்")
+    assert [surface for _, surface in tamil] == ["மாணவர்கள்", "தேர்வு", "எழுதினார்கள்"]
+    assert [s for _, s in pairs(get_analyzer("yiddish"), "אַ שיין הויז")][-1] == "הויז"
+    assert [s for _, s in pairs(get_analyzer("simple"), "פֿאַרשטיין")] == ["פֿאַרשטיין"]
+    assert [s for _, s in pairs(get_analyzer("arabic"), "كَتَبَ الوَلَدُ")] == ["كَتَبَ", "الوَلَدُ"]
+
+
 def test_simple_lowercases_and_splits_only() -> None:
     simple = get_analyzer("simple")
     assert simple.terms("The Installing of THE things") == [
@@ -145,6 +158,39 @@ def test_spans_stay_inside_any_text(name: str, text: str) -> None:
     for span in get_analyzer(name).spans(text):
         assert 0 <= span.start < span.end <= len(text)
         assert " " not in span.term and span.term
+
+
+@pytest.mark.parametrize(
+    "name", ["french", "italian", "german", "hindi", "arabic", "cjk", "simple"]
+)
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                "l'homme",
+                "dell'arte",
+                "Häuser",
+                "die",
+                "नर्सें",
+                "كَتَبَ",
+                "’",
+                "x",
+                "机器学习",
+                "東",
+                "한국어",
+            ]
+        )
+        | st.text(max_size=12),
+        max_size=12,
+    )
+)
+def test_the_indexing_path_gives_the_terms_of_the_spans(name: str, words: list[str]) -> None:
+    """A language, CJK or simple analyser's terms without offsets (what indexing uses) are its
+    spans' terms, in order, on any text, and again once memoised."""
+    analyzer = get_analyzer(name)
+    text = " ".join(words)
+    assert analyzer.terms(text) == [s.term for s in analyzer.spans(text)]
+    assert analyzer.terms(text) == [s.term for s in analyzer.spans(text)]
 
 
 def test_every_snowball_language_analyses() -> None:
