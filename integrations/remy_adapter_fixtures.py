@@ -17,18 +17,31 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-from collections.abc import Iterator
+import logging
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-from remy_retriever import Document, Retriever, SentenceTransformerEmbedder
+from remy_retriever import Document, Retriever, SearchHit, SentenceTransformerEmbedder
+from remy_retriever.memory import MemoryStore
+from remy_retriever.models import rerankers
 
 __all__ = [
+    "CORPUS_DIR",
+    "INSTALL_QUERY",
+    "ISOLATION_QUERIES",
+    "ISOLATION_TENANTS",
+    "MEMORY_FACTS",
+    "REPO_ROOT",
+    "assert_tenant_only",
     "corpus_retriever",
     "cross_encoder_path",
     "embedder",
     "install_query",
+    "isolation_retriever",
+    "memory_store",
+    "reranker_loads",
     "tenant_documents",
     "tenant_retriever",
 ]
@@ -109,3 +122,114 @@ def cross_encoder_path(tmp_path_factory: pytest.TempPathFactory) -> str:
     out = tmp_path_factory.mktemp("cross-encoder")
     model.save(str(out))
     return str(out)
+
+
+#: Tenants of the isolation store; each tenant's name is a word in every one of its
+#: sections, so a chunk or a neighbour of another tenant shows in the text.
+ISOLATION_TENANTS = ("acme", "globex", "initech")
+#: Queries that name the other tenants' words and the words every tenant shares.
+ISOLATION_QUERIES = ("secret salary of acme", "globex merger contract", "initech password reset")
+_ISOLATION_SECTIONS = (
+    "secret salary contract merger",
+    "password reset login token",
+    "merger dashboard report quota",
+)
+
+
+@pytest.fixture(scope="session")
+def isolation_retriever(
+    tmp_path_factory: pytest.TempPathFactory, embedder: SentenceTransformerEmbedder
+) -> Iterator[Retriever]:
+    """Three tenants with two documents each of several small chunks (neighbours to leak),
+    on the same words."""
+    documents = [
+        Document(
+            id=f"{tenant}-{n}",
+            text=f"# Doc {n}\n\n"
+            + "\n\n".join(f"## S{j}\n\n{tenant} {words}." for j, words in enumerate(sections)),
+            metadata={"tenant": tenant},
+        )
+        for tenant in ISOLATION_TENANTS
+        for n, sections in enumerate((_ISOLATION_SECTIONS, _ISOLATION_SECTIONS[::-1]))
+    ]
+    root = tmp_path_factory.mktemp("isolation")
+    with Retriever(root, collection="isolation", embedder=embedder, max_tokens=40) as retriever:
+        retriever.add(documents)
+        yield retriever
+
+
+def assert_tenant_only(hits: list[SearchHit], tenant: str) -> None:
+    """Every hit (converted back from an adapter's result), each neighbour it carries and
+    each highlight is ``tenant``'s only."""
+    assert hits, f"no hits for {tenant}"
+    others = [t for t in ISOLATION_TENANTS if t != tenant]
+    for hit in hits:
+        assert hit.metadata.get("tenant") == tenant, (hit.id, hit.metadata, tenant)
+        assert hit.citation.document_id.startswith(f"{tenant}-"), (hit.id, tenant)
+        assert tenant in hit.text, (hit.id, hit.text)
+        neighbours = [*hit.neighbors["before"], *hit.neighbors["after"]] if hit.neighbors else []
+        for text in (hit.text, *neighbours):
+            assert not [o for o in others if o in text], f"{hit.id} shows another tenant: {text}"
+        for match in hit.matches or ():
+            assert hit.text[match.start : match.end] == match.token
+
+
+@pytest.fixture
+def reranker_loads(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> Callable[[], int]:
+    """This process as if no reranker model had been loaded yet; returns a counter of the
+    model loads logged since (the ``remy.rerank`` INFO line)."""
+    monkeypatch.setattr(rerankers, "_LOADED", {})
+    monkeypatch.setattr(rerankers, "_SHARED", {})
+    caplog.set_level(logging.INFO, logger="remy.rerank")
+
+    def count() -> int:
+        return sum(
+            1
+            for record in caplog.records
+            if record.name == "remy.rerank"
+            and record.getMessage().startswith("loaded reranker model")
+        )
+
+    return count
+
+
+#: Sam's facts, in container "sam"; the first is updated once (so it has a version 2).
+MEMORY_FACTS = (
+    "Sam drinks black coffee every morning",
+    "Sam drinks green tea in the afternoon",
+    "Sam's favourite breakfast is porridge with berries",
+    "Sam prefers oat milk in coffee",
+    "Sam avoids energy drinks",
+)
+
+
+@pytest.fixture(scope="session")
+def memory_store(
+    tmp_path_factory: pytest.TempPathFactory, embedder: SentenceTransformerEmbedder
+) -> Iterator[MemoryStore]:
+    """Sam's memories (one updated), Max's one memory in container "max", and a cafe menu
+    document in container "sam", for memory and hybrid search (read-only)."""
+    root = tmp_path_factory.mktemp("memory")
+    with Retriever(root, collection="docs", embedder=embedder) as docs:
+        menu = "# Cafe menu\n\nThe morning menu has filter coffee, espresso and tea."
+        # container_tag is MemoryStore's document_container_key
+        docs.add(
+            [
+                Document(
+                    id="cafe",
+                    title="Cafe menu",
+                    type="markdown",
+                    text=menu,
+                    metadata={"container_tag": "sam"},
+                )
+            ]
+        )
+        with MemoryStore(retriever=docs) as store:
+            first = store.add(MEMORY_FACTS[0], container_tag="sam", metadata={"topic": "drinks"})
+            store.update(first.id, "Sam drinks espresso every morning")
+            for fact in MEMORY_FACTS[1:]:
+                store.add(fact, container_tag="sam")
+            store.add("Max drinks cocoa every morning", container_tag="max")
+            yield store

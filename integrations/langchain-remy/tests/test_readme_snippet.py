@@ -75,3 +75,14 @@ def test_snippet_runs(
     docs = namespace["docs"]
     assert len(docs) == 2
     assert {d.metadata["tenant"] for d in docs} == {"acme"}
+
+
+def test_the_memory_snippet_answers_from_the_memory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The README's memory code, under "Everything it exports", run as written."""
+    monkeypatch.chdir(tmp_path)
+    exec(compile(documented_code("Everything it exports"), "README:memory", "exec"), {})
+    printed = capsys.readouterr().out
+    assert "['Dana drinks green tea']" in printed
+    assert "[1] memory v1" in printed and "Dana drinks green tea" in printed
