@@ -18,13 +18,14 @@ os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import logging
+import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from remy_retriever import Document, Retriever, SearchHit, SentenceTransformerEmbedder
-from remy_retriever.memory import MemoryStore
+from remy_retriever.memory import MemoryResult, MemorySearchResponse, MemoryStore
 from remy_retriever.models import rerankers
 
 __all__ = [
@@ -34,13 +35,17 @@ __all__ = [
     "ISOLATION_TENANTS",
     "MEMORY_FACTS",
     "REPO_ROOT",
+    "assert_reranker_loads_once",
     "assert_tenant_only",
+    "assert_tenants_see_only_their_own",
     "corpus_retriever",
     "cross_encoder_path",
     "embedder",
+    "hybrid_memory_search",
     "install_query",
     "isolation_retriever",
     "memory_store",
+    "readme_python",
     "reranker_loads",
     "tenant_documents",
     "tenant_retriever",
@@ -55,6 +60,25 @@ TENANT_TEXTS = {
     "install": "Install the agent on Linux with apt, then start the systemd service.",
     "alerts": "Alert rules fire when CPU usage stays above ninety percent for ten minutes.",
 }
+
+#: Tenants of the isolation store; each tenant's name is a word in every one of its
+#: sections, so a chunk or a neighbour of another tenant shows in the text.
+ISOLATION_TENANTS = ("acme", "globex", "initech")
+#: Queries that name the other tenants' words and the words every tenant shares.
+ISOLATION_QUERIES = ("secret salary of acme", "globex merger contract", "initech password reset")
+_ISOLATION_SECTIONS = (
+    "secret salary contract merger",
+    "password reset login token",
+    "merger dashboard report quota",
+)
+#: Sam's facts, in container "sam"; the first is updated once (so it has a version 2).
+MEMORY_FACTS = (
+    "Sam drinks black coffee every morning",
+    "Sam drinks green tea in the afternoon",
+    "Sam's favourite breakfast is porridge with berries",
+    "Sam prefers oat milk in coffee",
+    "Sam avoids energy drinks",
+)
 
 
 def tenant_documents() -> list[Document]:
@@ -124,18 +148,6 @@ def cross_encoder_path(tmp_path_factory: pytest.TempPathFactory) -> str:
     return str(out)
 
 
-#: Tenants of the isolation store; each tenant's name is a word in every one of its
-#: sections, so a chunk or a neighbour of another tenant shows in the text.
-ISOLATION_TENANTS = ("acme", "globex", "initech")
-#: Queries that name the other tenants' words and the words every tenant shares.
-ISOLATION_QUERIES = ("secret salary of acme", "globex merger contract", "initech password reset")
-_ISOLATION_SECTIONS = (
-    "secret salary contract merger",
-    "password reset login token",
-    "merger dashboard report quota",
-)
-
-
 @pytest.fixture(scope="session")
 def isolation_retriever(
     tmp_path_factory: pytest.TempPathFactory, embedder: SentenceTransformerEmbedder
@@ -174,35 +186,27 @@ def assert_tenant_only(hits: list[SearchHit], tenant: str) -> None:
             assert hit.text[match.start : match.end] == match.token
 
 
+def assert_tenants_see_only_their_own(search: Callable[[str, str], list[SearchHit]]) -> None:
+    """``search(tenant, query)`` (an adapter filtered on ``tenant``, its results as hits)
+    keeps every tenant to its own chunks, neighbours and highlights, for every query."""
+    for tenant in ISOLATION_TENANTS:
+        for query in ISOLATION_QUERIES:
+            assert_tenant_only(search(tenant, query), tenant)
+
+
 @pytest.fixture
 def reranker_loads(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> Callable[[], int]:
     """This process as if no reranker model had been loaded yet; returns a counter of the
     model loads logged since (the ``remy.rerank`` INFO line)."""
-    monkeypatch.setattr(rerankers, "_LOADED", {})
-    monkeypatch.setattr(rerankers, "_SHARED", {})
+    for cache in ("_LOADED", "_SHARED"):
+        monkeypatch.setattr(rerankers, cache, {})
     caplog.set_level(logging.INFO, logger="remy.rerank")
-
-    def count() -> int:
-        return sum(
-            1
-            for record in caplog.records
-            if record.name == "remy.rerank"
-            and record.getMessage().startswith("loaded reranker model")
-        )
-
-    return count
-
-
-#: Sam's facts, in container "sam"; the first is updated once (so it has a version 2).
-MEMORY_FACTS = (
-    "Sam drinks black coffee every morning",
-    "Sam drinks green tea in the afternoon",
-    "Sam's favourite breakfast is porridge with berries",
-    "Sam prefers oat milk in coffee",
-    "Sam avoids energy drinks",
-)
+    said = "loaded reranker model"
+    return lambda: sum(
+        r.name == "remy.rerank" and r.getMessage().startswith(said) for r in caplog.records
+    )
 
 
 @pytest.fixture(scope="session")
@@ -233,3 +237,36 @@ def memory_store(
                 store.add(fact, container_tag="sam")
             store.add("Max drinks cocoa every morning", container_tag="max")
             yield store
+
+
+def hybrid_memory_search(store: MemoryStore) -> tuple[MemorySearchResponse, list[str]]:
+    """A hybrid search of ``memory_store`` that finds both memories and the menu's chunk,
+    and the kind of each result in order (``"memory"`` or ``"chunk"``)."""
+    response = store.search(
+        "coffee on the morning menu", search_mode="hybrid", container_tag="sam", limit=10
+    )
+    kinds = ["memory" if isinstance(r, MemoryResult) else "chunk" for r in response.results]
+    assert set(kinds) == {"memory", "chunk"}, kinds
+    return response, kinds
+
+
+def assert_reranker_loads_once(
+    search: Callable[[str], list[SearchHit]], loads: Callable[[], int]
+) -> None:
+    """Twenty reranked searches (``search`` returns an adapter's results as hits), each
+    with results ranked by the cross-encoder, and one model load (``reranker_loads``)."""
+    for n in range(20):
+        hits = search(f"how do I install the agent {n}")
+        assert hits and all(h.retrieval_rank is not None for h in hits), n
+    assert loads() == 1
+
+
+def readme_python(readme: Path, section: str) -> str:
+    """The Python code blocks under ``## {section}`` of a README, in order, as one text."""
+    text = readme.read_text(encoding="utf-8")
+    heading = f"\n## {section}\n"
+    assert heading in text, f"{readme} has no section {section!r}"
+    body = text.split(heading, 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"^```python\n(.*?)^```", body, re.DOTALL | re.MULTILINE)
+    assert blocks, f"{readme} has no Python code under {section!r}"
+    return "\n".join(blocks)

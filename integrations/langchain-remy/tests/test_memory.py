@@ -17,10 +17,10 @@ from langchain_remy.memory import (
     remy_memory_tool,
 )
 from langchain_tests.integration_tests import RetrieversIntegrationTests
-from remy_adapter_fixtures import MEMORY_FACTS
+from remy_adapter_fixtures import MEMORY_FACTS, hybrid_memory_search
 
 from remy_retriever import InvalidInputError, Retriever
-from remy_retriever.memory import MemoryResult, MemoryStore
+from remy_retriever.memory import MemoryStore
 
 QUERY = "what does Sam drink in the morning"
 FACTS = MEMORY_FACTS
@@ -151,11 +151,7 @@ def test_converters_accept_objects_and_raw_json(store: MemoryStore) -> None:
 
 
 def test_a_hybrid_response_converts_memories_and_chunks_in_its_order(store: MemoryStore) -> None:
-    response = store.search(
-        "coffee on the morning menu", search_mode="hybrid", container_tag="sam", limit=10
-    )
-    kinds = ["memory" if isinstance(r, MemoryResult) else "chunk" for r in response.results]
-    assert set(kinds) == {"memory", "chunk"}
+    response, kinds = hybrid_memory_search(store)
     for given in (response, response.to_dict(), response.to_json()):
         converted = memories_to_langchain(given)
         assert [d.metadata["kind"] for d in converted] == kinds

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from remy_adapter_fixtures import readme_python
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 SECTION = "Use with LangChain"
@@ -82,7 +83,8 @@ def test_the_memory_snippet_answers_from_the_memory(
 ) -> None:
     """The README's memory code, under "Everything it exports", run as written."""
     monkeypatch.chdir(tmp_path)
-    exec(compile(documented_code("Everything it exports"), "README:memory", "exec"), {})
+    code = readme_python(Path(__file__).parents[1] / "README.md", "Everything it exports")
+    exec(compile(code, "README:memory", "exec"), {})
     printed = capsys.readouterr().out
     assert "['Dana drinks green tea']" in printed
     assert "[1] memory v1" in printed and "Dana drinks green tea" in printed

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from langchain_core.documents import Document
 from langchain_remy import RemyRetriever, document_to_hit, hits_to_documents
-from remy_adapter_fixtures import ISOLATION_QUERIES, ISOLATION_TENANTS, assert_tenant_only
+from remy_adapter_fixtures import assert_reranker_loads_once, assert_tenants_see_only_their_own
 
-from remy_retriever import InvalidInputError, Retriever, SentenceTransformerEmbedder
+from remy_retriever import InvalidInputError, Retriever, SearchHit, SentenceTransformerEmbedder
 
 CORE_KEYS = {
     "citation",
@@ -236,19 +236,18 @@ class _Overlap:
 def test_the_filter_keeps_hits_and_neighbours_inside_the_tenant(
     isolation_retriever: Retriever, mode: str
 ) -> None:
-    for tenant in ISOLATION_TENANTS:
-        retriever = RemyRetriever(
-            isolation_retriever, k=6, mode=mode, where={"tenant": tenant}, expand=1
-        )
-        for query in ISOLATION_QUERIES:
-            assert_tenant_only([document_to_hit(d) for d in retriever.invoke(query)], tenant)
+    def search(tenant: str, query: str) -> list[SearchHit]:
+        where = {"tenant": tenant}
+        retriever = RemyRetriever(isolation_retriever, k=6, mode=mode, where=where, expand=1)
+        return [document_to_hit(d) for d in retriever.invoke(query)]
+
+    assert_tenants_see_only_their_own(search)
 
 
 def test_twenty_reranked_searches_load_the_cross_encoder_once(
     tenant_retriever: Retriever, cross_encoder_path: str, reranker_loads: Callable[[], int]
 ) -> None:
     retriever = RemyRetriever(tenant_retriever, k=3, rerank=cross_encoder_path)
-    for n in range(20):
-        docs = retriever.invoke(f"how do I install the agent {n}")
-        assert docs and all(d.metadata["retrieval_rank"] is not None for d in docs)
-    assert reranker_loads() == 1
+    assert_reranker_loads_once(
+        lambda query: [document_to_hit(d) for d in retriever.invoke(query)], reranker_loads
+    )

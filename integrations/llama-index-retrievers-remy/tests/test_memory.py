@@ -6,22 +6,20 @@ from __future__ import annotations
 
 from llama_index.core.schema import NodeRelationship
 from llama_index.retrievers.remy.memory import documents_to_nodes, memories_to_nodes
+from remy_adapter_fixtures import hybrid_memory_search
 
-from remy_retriever.memory import MemoryResult, MemoryStore
+from remy_retriever.memory import MemoryStore
 
 
 def test_a_hybrid_response_becomes_nodes_of_both_kinds_in_its_order(
     memory_store: MemoryStore,
 ) -> None:
-    response = memory_store.search(
-        "coffee on the morning menu", search_mode="hybrid", container_tag="sam", limit=10
-    )
-    kinds = ["memory" if isinstance(r, MemoryResult) else "chunk" for r in response.results]
-    assert set(kinds) == {"memory", "chunk"}
+    response, kinds = hybrid_memory_search(memory_store)
+    scores = [r.similarity for r in response.results]
     for given in (response, response.to_dict(), response.to_json()):
         nodes = memories_to_nodes(given)
         assert [n.node.metadata["kind"] for n in nodes] == kinds
-        assert [n.score for n in nodes] == [r.similarity for r in response.results]
+        assert [n.score for n in nodes] == scores
         chunk = next(n.node for n in nodes if n.node.metadata["kind"] == "chunk")
         assert chunk.relationships[NodeRelationship.SOURCE].node_id == "cafe"
 

@@ -10,7 +10,7 @@ import pytest
 from llama_index.core.schema import MetadataMode, NodeRelationship, NodeWithScore, TextNode
 from llama_index.core.tools import RetrieverTool
 from llama_index.retrievers.remy import RemyRetriever, hits_to_nodes, node_to_hit
-from remy_adapter_fixtures import ISOLATION_QUERIES, ISOLATION_TENANTS, assert_tenant_only
+from remy_adapter_fixtures import assert_reranker_loads_once, assert_tenants_see_only_their_own
 
 from remy_retriever import (
     Citation,
@@ -251,24 +251,22 @@ class _Overlap:
 def test_the_filter_keeps_nodes_neighbours_and_highlights_inside_the_tenant(
     isolation_retriever: Retriever, mode: str
 ) -> None:
-    for tenant in ISOLATION_TENANTS:
-        retriever = RemyRetriever(
-            isolation_retriever,
-            similarity_top_k=6,
-            mode=mode,
-            where={"tenant": tenant},
-            expand=1,
-            highlight=True,
-        )
-        for query in ISOLATION_QUERIES:
-            assert_tenant_only([node_to_hit(n) for n in retriever.retrieve(query)], tenant)
+    base = RemyRetriever(isolation_retriever, similarity_top_k=6, mode=mode, expand=1)
+    highlighted = base.with_options(highlight=True)
+    assert_tenants_see_only_their_own(
+        lambda tenant, query: [
+            node_to_hit(n)
+            for n in highlighted.with_options(where={"tenant": tenant}).retrieve(query)
+        ]
+    )
 
 
 def test_twenty_reranked_searches_load_the_cross_encoder_once(
     tenant_retriever: Retriever, cross_encoder_path: str, reranker_loads: Callable[[], int]
 ) -> None:
-    retriever = RemyRetriever(tenant_retriever, similarity_top_k=3, rerank=cross_encoder_path)
-    for n in range(20):
-        nodes = retriever.retrieve(f"how do I install the agent {n}")
-        assert nodes and all(r.node.metadata["retrieval_rank"] is not None for r in nodes)
-    assert reranker_loads() == 1
+    reranking = RemyRetriever(tenant_retriever, similarity_top_k=3, rerank=cross_encoder_path)
+
+    def search(query: str) -> list[SearchHit]:
+        return [node_to_hit(n) for n in reranking.retrieve(query)]
+
+    assert_reranker_loads_once(search, reranker_loads)
