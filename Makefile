@@ -7,8 +7,8 @@
 #   make dist   build the wheel and the sdist into dist/ (the README's install lines)
 #   make test   run the test suite offline (no model downloads): every test, as CI does
 #   make test-fast  the edit loop: leaves out tests that wait on real time (sleepy), need
-#               the real model or a large corpus (slow), a Chromium (browser) or a
-#               `chroma run` server (server); run `make test` before you push
+#               the real model or a large corpus or run long (slow), a Chromium (browser)
+#               or a `chroma run` server (server); run `make test` before you push
 #   make lint   ruff check, ruff format --check, mypy --strict, lint-imports (CI runs it)
 #   make clean  remove .venv and caches
 

@@ -273,6 +273,20 @@ def view_ui_latency(results: Path) -> str:
     )
 
 
+def view_test_lanes(results: Path) -> str:
+    """README "Quick start": the fast lane's share of the full suite's time, one run."""
+    data = _load(results, "test-lanes")
+    r = data["result"]
+    full, fast = r["full"], r["fast"]
+    verdict = "under" if r["fast_share"] < 1 / 3 else "over"
+    return (
+        f"  In one run of every test, `make test` took {full['wall_s'] / 60:.1f} min and the "
+        f"{fast['tests']} of its {full['tests']} tests `make test-fast` keeps "
+        f"{fast['seconds_in_this_run'] / 60:.1f} min: {r['fast_share']:.0%}, {verdict} a "
+        f"third ({_machine_note(data)}: `benchmarks/results/test-lanes.md`).\n"
+    )
+
+
 def view_suites(results: Path) -> str:
     """benchmarks/README.md "Suites": each suite's one command, what it measures and the
     results of record it writes (from :data:`benchmarks.suites.SUITES`)."""
@@ -323,6 +337,7 @@ VIEWS: dict[str, Callable[[Path], str]] = {
     "cli-startup": view_cli_startup,
     "long-query": view_long_query,
     "ui-latency": view_ui_latency,
+    "test-lanes": view_test_lanes,
 }
 
 

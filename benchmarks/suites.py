@@ -321,6 +321,8 @@ SUITES: tuple[Suite, ...] = (
 #: Modules no suite runs on their own: the code the suites' scripts share, and tools.
 HELPERS: dict[str, str] = {
     "common": "the helpers every script shares (machine, timing, output)",
+    "lanes": "`make test-fast` against `make test` in one run of the whole test suite "
+    "(`python -m benchmarks.lanes`; too long for `run --quick`)",
     "suites": "this table",
     "targets": "the README's targets table, met or not, from the results of record",
     "readme": "regenerates the docs' tables from the results (`python -m benchmarks.readme`)",

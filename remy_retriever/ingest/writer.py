@@ -28,8 +28,8 @@ from .planner import WriteBatch, existing_documents, plan_batch
 __all__ = ["WRITE_GROUP_CHUNKS", "IngestReport", "Ingestor"]
 
 #: ``add()`` embeds batch by batch but writes once this many chunks are ready (or at
-#: the end): fewer, larger writes cost less than many small ones on a large store (the
-#: scale tables in benchmarks/README.md).
+#: the end): fewer, larger writes cost less than many small ones on a large store
+#: (benchmarks/README.md section "2. Scale", the add/delete probe at 100k).
 WRITE_GROUP_CHUNKS = 2048
 #: With a progress bar, ``add()`` chunks and embeds at most this many documents per step
 #: (writes still wait for WRITE_GROUP_CHUNKS), so the bar moves on a small ingest too.

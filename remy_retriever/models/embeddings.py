@@ -37,13 +37,15 @@ __all__ = [
 #: ``embedder_backend`` values: sentence-transformers on torch; ONNX Runtime in fp32
 #: (the same vectors as torch, to 1e-5); ONNX Runtime with int8 weights (a different
 #: embedder: a collection built with it refuses the others). Their speed and quality
-#: are in the embedder tables of benchmarks/README.md.
+#: are in benchmarks/README.md section "8. Embedder backends: torch vs ONNX Runtime fp32
+#: vs int8".
 BACKENDS = ("torch", "onnx", "onnx-int8")
 #: The backend new collections of the default model get when the ``[onnx]`` extra is
 #: installed: the fastest backend whose search quality stays within the embedder target
-#: against torch (the target, and whether it is met, are in benchmarks/README.md; the
-#: int8 record in docs/decisions/ says how the recipe was chosen). ``embedder_backend=
-#: "onnx"`` keeps torch's exact vectors, and collections a torch-only install can open.
+#: against torch (the target, and whether it is met, are in benchmarks/README.md
+#: section "Targets at a glance"; the int8 record in docs/decisions/ says how the recipe
+#: was chosen). ``embedder_backend="onnx"`` keeps torch's exact vectors, and collections
+#: a torch-only install can open.
 _DEFAULT_ONNX_BACKEND = "onnx-int8"
 _ONNX_MODULES = ("onnxruntime", "onnx", "filelock")
 

@@ -71,8 +71,8 @@ class OnnxEmbedder:
     int8. Dynamic int8 quantization takes one activation scale per run, so in a batch a
     text's vector would depend on its neighbours, and nDCG@10 moved with the order
     documents arrived in. One text per run gives every text its own vector, the same a
-    query gets, without slowing ingest down (the embedder tables of
-    benchmarks/README.md compare the two).
+    query gets, without slowing ingest down (docs/decisions/0006-int8-embedder.md,
+    section "int8 runs one text at a time", compares the two).
 
     Threads (ONNX Runtime intra-op threads; inter-op is 1, and idle threads do not spin,
     so a shared machine is not burnt waiting):

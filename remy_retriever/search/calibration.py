@@ -27,8 +27,8 @@ query, so the top score tells a query whose answer is in the collection from one
 answer is not; an RRF sum over its maximum is rank-based, puts nearly every top hit near 1
 and supports no threshold. Documents take their best chunk's score, which ranked documents
 better than the mean, a noisy-or or the best plus a share of the rest. The answerability
-and ranking measurements behind both choices are in benchmarks/README.md (the calibration
-table) and docs/decisions/.
+and ranking measurements behind both choices are in docs/decisions/0001-fusion-default.md
+(the record of the fusion default).
 
 Calibration is pure arithmetic on what the search returns; it never reorders hits.
 """

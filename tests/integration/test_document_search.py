@@ -12,8 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from langchain_remy.memory import documents_to_langchain
-from llama_index.retrievers.remy.memory import documents_to_nodes
 
 from remy_retriever import Document, InvalidFilterError, InvalidInputError, Retriever
 from remy_retriever import SentenceTransformerEmbedder as STEmbedder
@@ -235,18 +233,9 @@ def test_input_errors_name_the_argument(retriever: Retriever) -> None:
         search_documents(retriever, "kettle", where={"tenant": {"$regex": "a"}})
 
 
-def test_adapters_and_cli(retriever: Retriever, capsys: pytest.CaptureFixture[str]) -> None:
-    response = search_documents(retriever, "descale the kettle", limit=2)
-    n_chunks = sum(len(r.chunks) for r in response.results)
-    for docs in (documents_to_langchain(response), documents_to_langchain(response.to_json())):
-        assert len(docs) == n_chunks
-        first = docs[0]
-        assert first.metadata["kind"] == "chunk" and first.metadata["document_id"] == "manual"
-        assert first.metadata["title"] == "Kettle manual"
-        assert isinstance(first.metadata["is_relevant"], bool)
-    nodes = documents_to_nodes(response.to_dict())
-    assert len(nodes) == n_chunks and all(0 <= (n.score or 0) <= 1 for n in nodes)
-
+def test_the_cli_prints_grouped_documents(
+    retriever: Retriever, capsys: pytest.CaptureFixture[str]
+) -> None:
     import argparse
 
     parser = argparse.ArgumentParser()

@@ -13,8 +13,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-from langchain_remy.memory import memories_to_langchain
-from llama_index.retrievers.remy.memory import memories_to_nodes
 
 from remy_retriever import Document, InvalidFilterError, InvalidInputError, Retriever
 from remy_retriever import SentenceTransformerEmbedder as STEmbedder
@@ -274,7 +272,7 @@ def test_an_update_embeds_two_texts(store: MemoryStore, counting: CountingEmbedd
     assert counting.embedded - before == 2  # the new version, and the old one's flag flip
 
 
-def test_hybrid_mixes_memories_and_chunks_and_adapters_tell_them_apart(
+def test_hybrid_mixes_memories_and_chunks_in_one_ranking(
     store: MemoryStore, docs: Retriever
 ) -> None:
     store.add(
@@ -309,16 +307,6 @@ def test_hybrid_mixes_memories_and_chunks_and_adapters_tell_them_apart(
 
     raw = json.loads(response.to_json())
     assert MemorySearchResponse.parse(raw).to_dict() == raw
-    for converted in (memories_to_langchain(response), memories_to_langchain(raw)):
-        assert {d.metadata["kind"] for d in converted} == {"memory", "chunk"}
-        lc_chunk = next(d for d in converted if d.metadata["kind"] == "chunk")
-        assert lc_chunk.metadata["document_id"] == "a-brewing"
-        assert lc_chunk.metadata["root_memory_id"] is None
-    nodes = memories_to_nodes(response.to_json())
-    assert [n.node.metadata["kind"] for n in nodes] == [
-        "memory" if isinstance(r, MemoryResult) else "chunk" for r in response.results
-    ]
-    assert [n.score for n in nodes] == sims
 
 
 def test_documents_mode_returns_only_chunks(store: MemoryStore) -> None:

@@ -1,6 +1,6 @@
-"""The README's "Memories and document search" code, and each integration
-README's memory snippet, run verbatim and print what they promise. Real Chroma, tantivy
-and MiniLM (the session's loaded copy, so the model is read from disk once)."""
+"""The README's "Memories and document search" code runs verbatim and prints what it
+promises (each adapter's README memory code is run by that adapter's tests). Real Chroma,
+tantivy and MiniLM (the session's loaded copy, so the model is read from disk once)."""
 
 from __future__ import annotations
 
@@ -56,16 +56,3 @@ def test_readme_memories_and_document_search(sandbox: Path) -> None:
     assert "Dana switched to espresso with oat milk v2 ['Dana drinks green tea']" in out
     assert "('memory', " in out and "('chunk', " in out  # hybrid: memories and chunks
     assert "[1, 2]" in out  # the history: both versions
-
-
-@pytest.mark.parametrize(
-    ("readme", "module"),
-    [
-        ("integrations/langchain-remy/README.md", "langchain_remy"),
-        ("integrations/llama-index-retrievers-remy/README.md", "llama_index.retrievers.remy"),
-    ],
-)
-def test_integration_memory_snippets(sandbox: Path, readme: str, module: str) -> None:
-    pytest.importorskip(module)
-    out = _run(_blocks(REPO / readme, "## Everything it exports"), readme)
-    assert "Dana drinks green tea" in out

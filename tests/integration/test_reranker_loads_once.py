@@ -1,9 +1,10 @@
 """A cross-encoder loads once per process, whichever door reranks: twenty reranked
-searches through the Python API, ``search_documents``, ``MemoryStore``, the LangChain
-and LlamaIndex retrievers, ``remy eval`` and ``remy mcp`` each log one model load (the
-``remy.rerank`` INFO line). In-process doors start from a process with no model loaded
-(the process-wide caches emptied for the test); ``remy mcp`` is a real subprocess driven
-by the ``mcp`` SDK's client. ``remy serve`` is counted in ``serve/test_serve_reranker.py``.
+searches through the Python API, ``search_documents``, ``MemoryStore``, ``remy eval`` and
+``remy mcp`` each log one model load (the ``remy.rerank`` INFO line). In-process doors
+start from a process with no model loaded (the process-wide caches emptied for the test);
+``remy mcp`` is a real subprocess driven by the ``mcp`` SDK's client. ``remy serve`` is
+counted in ``serve/test_serve_reranker.py``, the LangChain and LlamaIndex retrievers in
+their own tests (integrations/*/tests).
 """
 
 from __future__ import annotations
@@ -126,30 +127,6 @@ def test_memory_search_loads_the_model_once(
     with MemoryStore(retriever=engine, reranker=cross_encoder_path) as memories:
         for q in QUERIES[10:]:
             assert memories.search(q, rerank=True).results
-    assert loads() == 1
-
-
-def test_the_langchain_retriever_loads_the_model_once(
-    engine: Retriever, cross_encoder_path: str, loads: Callable[[], int]
-) -> None:
-    from langchain_remy import RemyRetriever
-
-    retriever = RemyRetriever(engine, k=3, rerank=cross_encoder_path)
-    for q in QUERIES:
-        docs = retriever.invoke(q)
-        assert docs and all(d.metadata["retrieval_rank"] is not None for d in docs)
-    assert loads() == 1
-
-
-def test_the_llamaindex_retriever_loads_the_model_once(
-    engine: Retriever, cross_encoder_path: str, loads: Callable[[], int]
-) -> None:
-    from llama_index.retrievers.remy import RemyRetriever
-
-    retriever = RemyRetriever(engine, similarity_top_k=3, rerank=cross_encoder_path)
-    for q in QUERIES:
-        nodes = retriever.retrieve(q)
-        assert nodes and all(n.node.metadata["retrieval_rank"] is not None for n in nodes)
     assert loads() == 1
 
 

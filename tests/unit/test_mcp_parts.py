@@ -1,6 +1,6 @@
-"""The pure parts of ``remy mcp``: the citation format (the LangChain tool's, exactly),
-the root check of ``add_documents`` (``..`` and links), the documents' URIs, and that the
-MCP SDK is imported only when the server starts."""
+"""The pure parts of ``remy mcp``: the citation format (the LangChain tool's tests check
+that it prints the same), the root check of ``add_documents`` (``..`` and links), the
+documents' URIs, and that the MCP SDK is imported only when the server starts."""
 
 from __future__ import annotations
 
@@ -71,13 +71,6 @@ def test_passages_are_numbered_with_their_citations() -> None:
         "[3] Tea notes > Notes > Tea (https://example.org/tea, p. 7)\nGreen tea at 80 degrees."
     )
     assert format_hits([]) == NO_RESULTS
-
-
-def test_the_format_is_the_langchain_tools() -> None:
-    convert = pytest.importorskip("langchain_remy.convert")
-    tools = pytest.importorskip("langchain_remy.tools")
-    documents = convert.hits_to_documents(HITS)
-    assert format_hits(HITS) == tools.format_documents(documents)
 
 
 def test_document_uris_round_trip_any_id() -> None:

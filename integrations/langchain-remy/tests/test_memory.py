@@ -4,7 +4,6 @@ tool and the response converters, against a real embedded store and the MiniLM m
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -18,45 +17,18 @@ from langchain_remy.memory import (
     remy_memory_tool,
 )
 from langchain_tests.integration_tests import RetrieversIntegrationTests
+from remy_adapter_fixtures import MEMORY_FACTS, hybrid_memory_search
 
-from remy_retriever import Document, InvalidInputError, Retriever, SentenceTransformerEmbedder
+from remy_retriever import InvalidInputError, Retriever
 from remy_retriever.memory import MemoryStore
 
 QUERY = "what does Sam drink in the morning"
-FACTS = (
-    "Sam drinks black coffee every morning",
-    "Sam drinks green tea in the afternoon",
-    "Sam's favourite breakfast is porridge with berries",
-    "Sam prefers oat milk in coffee",
-    "Sam avoids energy drinks",
-)
+FACTS = MEMORY_FACTS
 
 
-@pytest.fixture(scope="module")
-def store(
-    tmp_path_factory: pytest.TempPathFactory, embedder: SentenceTransformerEmbedder
-) -> Iterator[MemoryStore]:
-    root = tmp_path_factory.mktemp("lc-memory")
-    docs = Retriever(root, collection="docs", embedder=embedder)
-    docs.add(
-        [
-            Document(
-                id="cafe",
-                title="Cafe menu",
-                type="markdown",
-                text="# Cafe menu\n\nThe morning menu has filter coffee, espresso and tea.",
-                metadata={"container_tag": "sam"},  # MemoryStore's document_container_key
-            )
-        ]
-    )
-    with MemoryStore(retriever=docs) as memory_store:
-        first = memory_store.add(FACTS[0], container_tag="sam", metadata={"topic": "drinks"})
-        memory_store.update(first.id, "Sam drinks espresso every morning")
-        for fact in FACTS[1:]:
-            memory_store.add(fact, container_tag="sam")
-        memory_store.add("Max drinks cocoa every morning", container_tag="max")
-        yield memory_store
-    docs.close()
+@pytest.fixture
+def store(memory_store: MemoryStore) -> MemoryStore:
+    return memory_store
 
 
 class TestRemyMemoryRetrieverStandard(RetrieversIntegrationTests):
@@ -131,9 +103,13 @@ def test_converters_accept_objects_and_raw_json(store: MemoryStore) -> None:
     docs_retriever = store.retriever
     assert docs_retriever is not None
     response = search_documents(docs_retriever, "espresso on the morning menu")
+    n_chunks = sum(len(r.chunks) for r in response.results)
     for given in (response, response.to_dict(), response.to_json()):
         converted = documents_to_langchain(given)
+        assert len(converted) == n_chunks
         assert all(isinstance(d, LCDocument) for d in converted)
+        assert {d.metadata["kind"] for d in converted} == {"chunk"}
+        assert converted[0].metadata["title"] == "Cafe menu"
         assert converted[0].metadata["document_id"] == "cafe"
         assert converted[0].metadata["is_relevant"] is True
         assert converted[0].id == "cafe::chunk-0"
@@ -172,3 +148,13 @@ def test_converters_accept_objects_and_raw_json(store: MemoryStore) -> None:
         memories_to_langchain(
             {**raw, "results": [raw["results"][0], {**raw["results"][1], "similarity": 7}]}
         )
+
+
+def test_a_hybrid_response_converts_memories_and_chunks_in_its_order(store: MemoryStore) -> None:
+    response, kinds = hybrid_memory_search(store)
+    for given in (response, response.to_dict(), response.to_json()):
+        converted = memories_to_langchain(given)
+        assert [d.metadata["kind"] for d in converted] == kinds
+        chunk = next(d for d in converted if d.metadata["kind"] == "chunk")
+        assert chunk.metadata["document_id"] == "cafe"
+        assert chunk.metadata["root_memory_id"] is None

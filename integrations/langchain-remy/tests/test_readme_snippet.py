@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from remy_adapter_fixtures import readme_python
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 SECTION = "Use with LangChain"
@@ -75,3 +76,15 @@ def test_snippet_runs(
     docs = namespace["docs"]
     assert len(docs) == 2
     assert {d.metadata["tenant"] for d in docs} == {"acme"}
+
+
+def test_the_memory_snippet_answers_from_the_memory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The README's memory code, under "Everything it exports", run as written."""
+    monkeypatch.chdir(tmp_path)
+    code = readme_python(Path(__file__).parents[1] / "README.md", "Everything it exports")
+    exec(compile(code, "README:memory", "exec"), {})
+    printed = capsys.readouterr().out
+    assert "['Dana drinks green tea']" in printed
+    assert "[1] memory v1" in printed and "Dana drinks green tea" in printed

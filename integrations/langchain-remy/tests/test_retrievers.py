@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
 from langchain_core.documents import Document
 from langchain_remy import RemyRetriever, document_to_hit, hits_to_documents
+from remy_adapter_fixtures import assert_reranker_loads_once, assert_tenants_see_only_their_own
 
-from remy_retriever import InvalidInputError, Retriever, SentenceTransformerEmbedder
+from remy_retriever import InvalidInputError, Retriever, SearchHit, SentenceTransformerEmbedder
 
 CORE_KEYS = {
     "citation",
@@ -229,3 +230,24 @@ class _Overlap:
     def score(self, query: str, texts: Sequence[str]) -> list[float]:
         words = set(query.lower().split())
         return [len(words & set(t.lower().split())) / len(words) for t in texts]
+
+
+@pytest.mark.parametrize("mode", ["semantic", "lexical", "hybrid"])
+def test_the_filter_keeps_hits_and_neighbours_inside_the_tenant(
+    isolation_retriever: Retriever, mode: str
+) -> None:
+    def search(tenant: str, query: str) -> list[SearchHit]:
+        where = {"tenant": tenant}
+        retriever = RemyRetriever(isolation_retriever, k=6, mode=mode, where=where, expand=1)
+        return [document_to_hit(d) for d in retriever.invoke(query)]
+
+    assert_tenants_see_only_their_own(search)
+
+
+def test_twenty_reranked_searches_load_the_cross_encoder_once(
+    tenant_retriever: Retriever, cross_encoder_path: str, reranker_loads: Callable[[], int]
+) -> None:
+    retriever = RemyRetriever(tenant_retriever, k=3, rerank=cross_encoder_path)
+    assert_reranker_loads_once(
+        lambda query: [document_to_hit(d) for d in retriever.invoke(query)], reranker_loads
+    )

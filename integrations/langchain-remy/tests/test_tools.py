@@ -7,8 +7,12 @@ from typing import Any
 from langchain_core.messages import ToolMessage
 from langchain_core.tools import create_retriever_tool
 from langchain_remy import RemyRetriever, remy_search_tool
+from langchain_remy.convert import hit_to_document, hits_to_documents
+from langchain_remy.tools import citation_label, format_documents
 
-from remy_retriever import Retriever, SearchHit
+from remy_retriever import Citation, Retriever, SearchHit
+from remy_retriever.mcp_server.formatting import citation_label as mcp_citation_label
+from remy_retriever.mcp_server.formatting import format_hits
 
 
 def _call(query: str, call_id: str = "call-1") -> dict[str, Any]:
@@ -85,3 +89,38 @@ def test_no_results_message(tenant_retriever: Retriever) -> None:
 
     assert message.content == "No passages found for this query."
     assert message.artifact == []
+
+
+def _cited_hits() -> list[SearchHit]:
+    """Hits with a heading path and a path, with a page range, with a URL and a page, and
+    with nothing but an id; texts start with their heading path, as the engine's do."""
+    cited = [
+        (
+            Citation("guide.md", 2, 10, 40, ("Guide", "Install"), "Guide", path="docs/guide.md"),
+            "Guide > Install\n\nRun apt install remy.",
+        ),
+        (Citation("manual.pdf", 0, 0, 16, page=3, page_end=4), "Fill the kettle."),
+        (
+            Citation(
+                "web", 1, 0, 30, ("Notes", "Tea"), "Tea notes", "https://example.org/t", page=7
+            ),
+            "Notes > Tea\n\nGreen tea at 80 degrees.",
+        ),
+        (Citation("notes", 0, 0, 5), "A note."),
+    ]
+    return [
+        SearchHit(id=f"{c.document_id}#{c.chunk_index}", score=0.5, text=text, citation=c)
+        for c, text in cited
+    ]
+
+
+def test_the_tools_passages_are_the_mcp_search_tools_exactly() -> None:
+    hits = _cited_hits()
+    assert format_documents(hits_to_documents(hits)) == format_hits(hits)
+
+
+def test_a_documents_citation_label_is_the_engines() -> None:
+    """The label the tool prints is ``Citation.label()``, as the CLI and ``remy mcp`` print."""
+    for hit in _cited_hits():
+        assert citation_label(hit_to_document(hit)) == hit.citation.label()
+        assert mcp_citation_label(hit) == hit.citation.label()

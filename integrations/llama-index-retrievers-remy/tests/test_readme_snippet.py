@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from remy_adapter_fixtures import readme_python
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 SECTION = "Use with LlamaIndex"
@@ -77,3 +78,14 @@ def test_snippet_runs(
     sources = namespace["response"].source_nodes
     assert len(sources) == 2
     assert {s.node.metadata["tenant"] for s in sources} == {"acme"}
+
+
+def test_memories_from_llamaindex_print_scored_memory_nodes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The README's "Memories from LlamaIndex" code, run as written in a fresh folder."""
+    monkeypatch.chdir(tmp_path)
+    code = readme_python(Path(__file__).parents[1] / "README.md", "Everything it exports")
+    assert "memories_to_nodes" in code
+    exec(compile(code, "README:Memories from LlamaIndex", "exec"), {})
+    assert re.search(r"^\d\.\d\d memory Dana drinks green tea$", capsys.readouterr().out, re.M)

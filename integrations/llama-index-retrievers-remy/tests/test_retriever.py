@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
 from llama_index.core.schema import MetadataMode, NodeRelationship, NodeWithScore, TextNode
 from llama_index.core.tools import RetrieverTool
 from llama_index.retrievers.remy import RemyRetriever, hits_to_nodes, node_to_hit
+from remy_adapter_fixtures import assert_reranker_loads_once, assert_tenants_see_only_their_own
 
 from remy_retriever import (
     Citation,
@@ -244,3 +245,28 @@ class _Overlap:
     def score(self, query: str, texts: Sequence[str]) -> list[float]:
         words = set(query.lower().split())
         return [len(words & set(t.lower().split())) / len(words) for t in texts]
+
+
+@pytest.mark.parametrize("mode", ["semantic", "lexical", "hybrid"])
+def test_the_filter_keeps_nodes_neighbours_and_highlights_inside_the_tenant(
+    isolation_retriever: Retriever, mode: str
+) -> None:
+    base = RemyRetriever(isolation_retriever, similarity_top_k=6, mode=mode, expand=1)
+    highlighted = base.with_options(highlight=True)
+    assert_tenants_see_only_their_own(
+        lambda tenant, query: [
+            node_to_hit(n)
+            for n in highlighted.with_options(where={"tenant": tenant}).retrieve(query)
+        ]
+    )
+
+
+def test_twenty_reranked_searches_load_the_cross_encoder_once(
+    tenant_retriever: Retriever, cross_encoder_path: str, reranker_loads: Callable[[], int]
+) -> None:
+    reranking = RemyRetriever(tenant_retriever, similarity_top_k=3, rerank=cross_encoder_path)
+
+    def search(query: str) -> list[SearchHit]:
+        return [node_to_hit(n) for n in reranking.retrieve(query)]
+
+    assert_reranker_loads_once(search, reranker_loads)

@@ -141,6 +141,7 @@ def _run(tmp_path: Path, seconds: float) -> dict[str, int]:
     return counts
 
 
+@pytest.mark.sleepy
 @pytest.mark.timeout(600)
 def test_searches_stay_correct_while_one_thread_ingests_and_deletes(tmp_path: Path) -> None:
     """The issue's full 30 s run (4 searching threads, 1 writer), in CI too."""
@@ -169,6 +170,7 @@ def _open(store: Path, **kwargs: Any) -> Retriever:
     return Retriever(store, collection=COLLECTION, embedder=TokenHashEmbedder(), **kwargs)
 
 
+@pytest.mark.sleepy
 @pytest.mark.timeout(240)
 def test_second_writer_process_gets_a_clear_error_or_waits(tmp_path: Path) -> None:
     store = tmp_path / "db"
@@ -208,6 +210,7 @@ def test_second_writer_process_gets_a_clear_error_or_waits(tmp_path: Path) -> No
     r.close()
 
 
+@pytest.mark.sleepy
 @pytest.mark.timeout(300)
 def test_a_stale_process_does_not_clobber_another_processes_vectors(tmp_path: Path) -> None:
     """Chroma's embedded mode keeps a per-process in-memory vector index that it never
@@ -230,6 +233,7 @@ def test_a_stale_process_does_not_clobber_another_processes_vectors(tmp_path: Pa
 # -- reading while another process writes ----------------------------------------------
 
 
+@pytest.mark.sleepy
 @pytest.mark.timeout(300)
 def test_filtered_searches_succeed_while_another_process_writes(tmp_path: Path) -> None:
     """The issue: while another process wrote, this process's semantic and hybrid
@@ -266,6 +270,7 @@ def test_filtered_searches_succeed_while_another_process_writes(tmp_path: Path) 
     r.close()
 
 
+@pytest.mark.sleepy
 def test_a_read_that_stays_stale_fails_after_bounded_retries(tmp_path: Path) -> None:
     r = _open(tmp_path / "db")
     calls = []
@@ -296,6 +301,7 @@ def test_a_read_that_stays_stale_fails_after_bounded_retries(tmp_path: Path) -> 
 STRESS_WORKER = Path(__file__).resolve().parent / "stress_worker.py"
 
 
+@pytest.mark.sleepy
 @pytest.mark.timeout(300)
 def test_writer_processes_take_the_lock_in_turn(tmp_path: Path) -> None:
     """Two processes each add one-document batches back to back, each write holding the
@@ -374,6 +380,7 @@ def _wait_for_tickets(path: Path, count: int) -> None:
         time.sleep(0.01)
 
 
+@pytest.mark.sleepy
 @pytest.mark.timeout(240)
 def test_waiting_writer_processes_are_served_first_come_first_served(tmp_path: Path) -> None:
     lock_path, log, release = tmp_path / "remy-write.lock", tmp_path / "order", tmp_path / "go"
@@ -390,6 +397,7 @@ def test_waiting_writer_processes_are_served_first_come_first_served(tmp_path: P
     assert _tickets(lock_path) == []
 
 
+@pytest.mark.sleepy
 @pytest.mark.timeout(240)
 def test_a_killed_waiter_or_holder_never_blocks_the_queue(tmp_path: Path) -> None:
     """Queue tickets are held under flock, so a writer SIGKILLed while waiting (or while
@@ -435,6 +443,7 @@ print("DONE", len(hits), flush=True)
 """
 
 
+@pytest.mark.sleepy
 @pytest.mark.timeout(120)
 def test_processes_never_run_chroma_calls_at_the_same_time(tmp_path: Path) -> None:
     """chromadb's embedded engine can crash natively when two processes use one store at

@@ -53,6 +53,7 @@ def _check_usable(path: Path) -> None:
         assert r.doctor().ok
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_two_processes_opening_one_new_store_at_once_both_succeed(tmp_path: Path) -> None:
     outcomes = _race(tmp_path, [remy_opener, remy_opener])["remy"]
@@ -62,6 +63,7 @@ def test_two_processes_opening_one_new_store_at_once_both_succeed(tmp_path: Path
     _check_usable(tmp_path / "round0" / "store")
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_an_opener_racing_a_plain_chromadb_client_retries_and_succeeds(tmp_path: Path) -> None:
     """A plain chromadb process takes none of remy's locks: the remy opener that loses

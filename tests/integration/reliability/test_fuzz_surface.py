@@ -166,6 +166,7 @@ documents_options = perturbed(
 )
 
 
+@pytest.mark.slow
 @fuzz_settings(max_examples=200)
 @given(query=queries, opts=options, doc_opts=documents_options, as_object=st.booleans())
 def test_every_search_option(
@@ -318,6 +319,7 @@ def ctor_store(root: Path) -> Iterator[Retriever]:
     r.close()
 
 
+@pytest.mark.slow
 @fuzz_settings(max_examples=150)
 @given(data=st.data(), kwargs=ctor_values)
 def test_every_constructor_keyword(
@@ -427,6 +429,7 @@ ingest_paths = st.one_of(
 )
 
 
+@pytest.mark.slow
 @fuzz_settings(max_examples=150)
 @given(
     batch=batches,
@@ -575,6 +578,7 @@ _TAKES = {
 }
 
 
+@pytest.mark.slow
 @fuzz_settings(max_examples=120)
 @given(
     op=memory_ops,

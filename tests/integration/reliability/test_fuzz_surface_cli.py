@@ -348,12 +348,14 @@ def _check(world: dict[str, Any], argv: list[str]) -> None:
         )
 
 
+@pytest.mark.slow
 @fuzz_settings(max_examples=150)
 @given(argv=st.one_of(search_argv, ingest_argv, doctor_argv, memory_argv))
 def test_every_command_and_flag(world: dict[str, Any], argv: list[str]) -> None:
     _check(world, argv)
 
 
+@pytest.mark.slow
 @fuzz_settings(max_examples=25)
 @given(argv=eval_argv)
 def test_eval_with_hostile_folders_and_flags(world: dict[str, Any], argv: list[str]) -> None:

@@ -11,19 +11,10 @@ import httpx
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from remy_serve_support import ADMIN, ALICE, BOB, RemyServer
+from isolation_support import BOB_LONG, MARKERS, SECRET, alice_sends, send
+from remy_serve_support import ADMIN, BOB, RemyServer
 
 pytestmark = pytest.mark.slow
-
-SECRET = "Bob's secret code is XK8812Q"
-BOB_LONG = "\n\n".join(
-    f"## Vault {i}\n\n"
-    + " ".join(f"Bob's vault {i} hides the secret code XK8812Q again." for _ in range(40))
-    for i in range(3)
-)
-#: Bob's words. The code is letters and digits, so that no score, timestamp or hex id can
-#: contain it by chance (a plain "8812" once matched the digits of a similarity).
-MARKERS = ("XK8812Q", "Bob's secret", "Bob's vault")
 
 
 @pytest.fixture(scope="module")
@@ -159,25 +150,13 @@ def requests(draw: st.DrawFn) -> tuple[str, str, dict[str, Any]]:
     return "POST", "/v1/search", {"json": _drop_none(body)}
 
 
-def _send(
-    server: RemyServer, method: str, path: str, kwargs: dict[str, Any], key: str | None
-) -> httpx.Response:
-    headers = {"Authorization": f"Bearer {key}"} if key else {}
-    return httpx.request(method, server.url + path, headers=headers, timeout=120, **kwargs)
-
-
 @settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
 @given(request=requests())
 def test_alice_never_sees_or_changes_bob(
     server: RemyServer, world: dict[str, Any], request: tuple[str, str, dict[str, Any]]
 ) -> None:
-    method, path, kwargs = request
-    text = json.dumps(kwargs.get("json", {})).replace("BOB_MEMORY", world["bob_memory"])
-    if "json" in kwargs:
-        kwargs = {**kwargs, "json": json.loads(text)}
-    path = path.replace("BOB_MEMORY", world["bob_memory"])
-    reply = _send(server, method, path, kwargs, ALICE)
-    assert reply.status_code < 500, reply.text
+    method, _, kwargs = request
+    path, reply = alice_sends(server, request, world["bob_memory"])
     if reply.status_code != 204:
         body = reply.json()
         shown = json.dumps(body)
@@ -215,7 +194,7 @@ def test_no_key_gets_401_everywhere(
     server: RemyServer, world: dict[str, Any], method: str, path: str, kwargs: dict[str, Any]
 ) -> None:
     for key in (None, "not-a-real-key-0123456789"):
-        reply = _send(server, method, path, kwargs, key)
+        reply = send(server, method, path, kwargs, key)
         assert reply.status_code == 401, reply.text
         assert reply.json()["error"] in (
             "missing API key: send the header 'Authorization: Bearer <key>'",

@@ -4,24 +4,16 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import httpx
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from remy_serve_support import ADMIN, ALICE, BOB, RemyServer
+from isolation_support import BOB_LONG, MARKERS, SECRET, alice_sends, send
+from remy_serve_support import ADMIN, BOB, RemyServer
 
 pytestmark = pytest.mark.slow
-
-SECRET = "Bob's secret code is XK8812Q"
-BOB_LONG = "\n\n".join(
-    f"## Vault {i}\n\n"
-    + " ".join(f"Bob's vault {i} hides the secret code XK8812Q again." for _ in range(40))
-    for i in range(3)
-)
-MARKERS = ("XK8812Q", "Bob's secret", "Bob's vault")
 
 
 @pytest.fixture(scope="module")
@@ -139,25 +131,13 @@ def requests(draw: st.DrawFn) -> tuple[str, str, dict[str, Any]]:
     return "GET", "/ns", {}
 
 
-def _send(
-    server: RemyServer, method: str, path: str, kwargs: dict[str, Any], key: str | None
-) -> httpx.Response:
-    headers = {"Authorization": f"Bearer {key}"} if key else {}
-    return httpx.request(method, server.url + path, headers=headers, timeout=120, **kwargs)
-
-
 @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
 @given(request=requests())
 def test_alice_never_sees_or_changes_bob_through_v5(
     server: RemyServer, world: dict[str, Any], request: tuple[str, str, dict[str, Any]]
 ) -> None:
-    method, path, kwargs = request
-    text = json.dumps(kwargs.get("json", {})).replace("BOB_MEMORY", world["bob_memory"])
-    if "json" in kwargs:
-        kwargs = {**kwargs, "json": json.loads(text)}
-    path = path.replace("BOB_MEMORY", world["bob_memory"])
-    reply = _send(server, method, path, kwargs, ALICE)
-    assert reply.status_code < 500, reply.text
+    method, _, kwargs = request
+    path, reply = alice_sends(server, request, world["bob_memory"])
     shown = reply.text
     assert not any(marker in shown for marker in MARKERS), (method, path, shown[:500])
     if "/ns/bob" in path and not path.startswith("/ns/bob@"):
@@ -195,6 +175,6 @@ V5_ROUTES = [
 def test_every_v5_route_needs_a_key(
     server: RemyServer, world: dict[str, Any], method: str, path: str, kwargs: dict[str, Any]
 ) -> None:
-    reply = _send(server, method, path, kwargs, None)
+    reply = send(server, method, path, kwargs, None)
     assert reply.status_code == 401, (method, path, reply.text)
     assert bob_state(server) == world["bob_state"]

@@ -27,14 +27,14 @@ from mcp import ClientSession, StdioServerParameters, stdio_client
 
 from remy_retriever import Document, DocumentSearchResponse, Retriever, SearchHit, SearchOptions
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE / "serve"))
+TESTS = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(TESTS / "integration" / "serve"))
 
 from remy_serve_support import ADMIN, RemyServer  # noqa: E402
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
-CORPUS = HERE.parent.parent / "examples" / "corpus"
+CORPUS = TESTS.parent / "examples" / "corpus"
 QUERY = "how do I combine keyword and vector search"
 #: A config far from the defaults: RRF with a tiny k (the default is calibrated convex).
 TUNED: dict[str, Any] = {"fusion": "rrf", "rrf_k": 1.0}
