@@ -270,18 +270,43 @@
     return el("div", {}, table, el("p", { class: "muted" }, facts.join(" · ")));
   }
 
+  // The explain table and the neighbours' text are built when their <details> is first
+  // opened, not with the hit: most are never opened, and building them all held every
+  // search's drawing back. A summary's click (before the details opens, so its content is
+  // there when it shows) or the details' toggle (opened any other way) builds it once.
+  const unbuilt = new WeakMap();
+
+  function later(details, build) {
+    unbuilt.set(details, build);
+    return details;
+  }
+
+  function build(details) {
+    const make = details && unbuilt.get(details);
+    if (!make) return;
+    unbuilt.delete(details);
+    details.append(...make());
+  }
+
+  function buildOnOpen(list) {
+    list.addEventListener("click", (event) => {
+      const summary = event.target instanceof Element ? event.target.closest("summary") : null;
+      if (summary) build(summary.parentElement);
+    });
+    list.addEventListener("toggle", (event) => build(event.target), true);
+  }
+
   function neighbours(hit) {
     const n = hit.neighbors;
     if (!n || (!n.before.length && !n.after.length)) return null;
     const part = (name, texts) =>
       texts.map((t) => el("p", { class: "neighbour " + name }, el("span", { class: "muted" }, name + ": "), t));
-    return el(
+    const details = el(
       "details",
       { class: "neighbours" },
-      el("summary", {}, "neighbours (" + (n.before.length + n.after.length) + ")"),
-      ...part("before", n.before),
-      ...part("after", n.after)
+      el("summary", {}, "neighbours (" + (n.before.length + n.after.length) + ")")
     );
+    return later(details, () => [...part("before", n.before), ...part("after", n.after)]);
   }
 
   function renderHit(hit, position) {
@@ -305,7 +330,8 @@
     const near = neighbours(hit);
     if (near) li.append(near);
     if (hit.explain) {
-      li.append(el("details", { class: "explain" }, el("summary", {}, "explain"), explainTable(hit.explain)));
+      const explain = hit.explain;
+      li.append(later(el("details", { class: "explain" }, el("summary", {}, "explain")), () => [explainTable(explain)]));
     }
     return li;
   }
@@ -319,8 +345,8 @@
     try {
       const data = await api("POST", "/ui/api/search", body);
       document.body.dataset.lastFetchMs = (performance.now() - started).toFixed(2);
-      const list = clear($("hits"));
-      data.results.forEach((hit, i) => list.append(renderHit(hit, i + 1)));
+      // Drawn apart from the page, then put in at once.
+      $("hits").replaceChildren(...data.results.map((hit, i) => renderHit(hit, i + 1)));
       const ms = performance.now() - started;
       document.body.dataset.searches = String(seq);
       document.body.dataset.lastSearchMs = ms.toFixed(2);
@@ -557,7 +583,10 @@
         event.preventDefault();
         run();
       });
-      if (view === "search") $("mode").addEventListener("change", () => $("q").value && run());
+      if (view === "search") {
+        $("mode").addEventListener("change", () => $("q").value && run());
+        buildOnOpen($("hits"));
+      }
       if (view === "compare") window.addEventListener("resize", drawJoins);
       if ($("q").value) run();
     } else if (view === "documents") {
