@@ -135,6 +135,33 @@ def test_a_bad_filter_shows_the_librarys_error_inline(admin_page: Any) -> None:
     assert sources and all("filters" in s for s in sources)
 
 
+def test_a_search_submitted_under_a_refused_filter_shows_its_error_and_no_hits(
+    admin_page: Any,
+) -> None:
+    """Submitted at once (before the editor's own check): the filter's check and the
+    search go out together, and the refused filter's error wins over any answer."""
+    page = admin_page
+    bad = {"tags": {"$regex": "x"}}
+    with pytest.raises(InvalidInputError) as caught:
+        parse_where(bad)
+    page.fill("#q", "metadata")
+    with page.expect_response("**/ui/api/search") as searched:
+        page.evaluate(
+            "(where) => { document.getElementById('where').value = where; "
+            "document.getElementById('search-form').requestSubmit(); }",
+            '{"tags": {"$regex": "x"}}',
+        )
+    assert searched.value.status == 400  # the search went out too, and was refused
+    page.wait_for_function("() => document.getElementById('where-error').textContent !== ''")
+    # Let the page finish with the search's answer before looking for what it drew.
+    page.evaluate("() => new Promise((r) => requestAnimationFrame(() => setTimeout(r, 0)))")
+    assert page.inner_text("#where-error") == str(caught.value)
+    assert page.get_attribute("#where", "aria-invalid") == "true"
+    assert page.get_attribute("body", "data-searches") is None
+    assert page.locator("li.hit").count() == 0
+    assert page.inner_text("#search-error") == ""
+
+
 def test_the_compare_view_joins_the_same_chunk_across_columns(admin_page: Any) -> None:
     page = admin_page
     page.goto(page.remy_url + "/ui/compare?q=" + "hybrid%20search%20fusion%20weights")

@@ -37,9 +37,11 @@
     return node;
   }
 
+  // Text and attributes are written only when they change: a write of the same value
+  // still dirties the page, and before a search's fetch that is work in its way.
   function say(id, text) {
     const node = $(id);
-    if (node) node.textContent = text || "";
+    if (node && node.textContent !== (text || "")) node.textContent = text || "";
   }
 
   class ApiError extends Error {}
@@ -149,7 +151,8 @@
       }
     }
     say("where-error", problem);
-    $("where").setAttribute("aria-invalid", problem ? "true" : "false");
+    const invalid = problem ? "true" : "false";
+    if ($("where").getAttribute("aria-invalid") !== invalid) $("where").setAttribute("aria-invalid", invalid);
     return !problem;
   }
 
@@ -220,22 +223,44 @@
     return node;
   }
 
+  // Skeletons cloned for every hit (cloning is cheaper than building node by node);
+  // only text (textContent) and attribute values are filled in.
+  const BAR_WIDTH = 200;
+  const SKELETON = {
+    bar: (() => {
+      const bar = svg("svg", { class: "bar", width: BAR_WIDTH, height: 12, viewBox: "0 0 " + BAR_WIDTH + " 12" });
+      for (const branch of BRANCHES) {
+        const rect = svg("rect", { x: 0, y: 0, width: 0, height: 12, class: "seg-" + branch, "data-branch": branch });
+        rect.append(svg("title", {}));
+        bar.append(rect);
+      }
+      return bar;
+    })(),
+    head: el(
+      "div",
+      { class: "head" },
+      el("span", { class: "position" }),
+      el("a", { class: "citation" }),
+      el("span", { class: "score muted" })
+    ),
+    explain: el("details", { class: "explain" }, el("summary", {}, "explain")),
+    neighbours: el("details", { class: "neighbours" }, el("summary", {})),
+  };
+
   function contributionBar(explain) {
-    const width = 200;
-    const bar = svg("svg", { class: "bar", width, height: 12, viewBox: "0 0 " + width + " 12" });
-    const shares = BRANCHES.map((b) => [b, (explain.branches[b] || {}).contribution || 0]);
-    const total = shares.reduce((s, [, v]) => s + Math.max(v, 0), 0);
+    const bar = SKELETON.bar.cloneNode(true);
+    const shares = BRANCHES.map((b) => (explain.branches[b] || {}).contribution || 0);
+    const total = shares.reduce((s, v) => s + Math.max(v, 0), 0);
     let x = 0;
-    for (const [branch, value] of shares) {
-      const w = total > 0 ? (Math.max(value, 0) / total) * width : 0;
-      const rect = svg("rect", { x, y: 0, width: w, height: 12, class: "seg-" + branch });
-      rect.setAttribute("data-branch", branch);
-      const title = svg("title", {});
-      title.textContent = branch + " " + value.toFixed(4);
-      rect.append(title);
-      bar.append(rect);
+    let rect = bar.firstChild;
+    BRANCHES.forEach((branch, i) => {
+      const w = total > 0 ? (Math.max(shares[i], 0) / total) * BAR_WIDTH : 0;
+      rect.setAttribute("x", String(x));
+      rect.setAttribute("width", String(w));
+      rect.firstChild.textContent = branch + " " + shares[i].toFixed(4);
       x += w;
-    }
+      rect = rect.nextSibling;
+    });
     return bar;
   }
 
@@ -301,49 +326,58 @@
     if (!n || (!n.before.length && !n.after.length)) return null;
     const part = (name, texts) =>
       texts.map((t) => el("p", { class: "neighbour " + name }, el("span", { class: "muted" }, name + ": "), t));
-    const details = el(
-      "details",
-      { class: "neighbours" },
-      el("summary", {}, "neighbours (" + (n.before.length + n.after.length) + ")")
-    );
+    const details = SKELETON.neighbours.cloneNode(true);
+    details.firstChild.textContent = "neighbours (" + (n.before.length + n.after.length) + ")";
     return later(details, () => [...part("before", n.before), ...part("after", n.after)]);
   }
 
   function renderHit(hit, position) {
     const c = hit.citation;
-    const head = el(
-      "div",
-      { class: "head" },
-      el("span", { class: "position" }, "#" + position),
-      el("a", { class: "citation", href: documentLink(c.documentId, c.chunkIndex) }, citationText(c)),
-      el("span", { class: "score muted" }, "score " + hit.score.toFixed(4))
-    );
+    const head = SKELETON.head.cloneNode(true);
+    const [number, citation, score] = head.children;
+    number.textContent = "#" + position;
+    citation.href = documentLink(c.documentId, c.chunkIndex);
+    citation.textContent = citationText(c);
+    score.textContent = "score " + hit.score.toFixed(4);
     if (hit.retrievalRank !== undefined) {
       head.append(el("span", { class: "jump" }, "was #" + hit.retrievalRank + " → now #" + position));
     }
-    const li = el("li", { class: "hit", "data-chunk": hit.id }, head);
-    if (hit.explain) {
-      li.append(el("div", { class: "ranks muted" }, branchRanks(hit.explain)));
-      if (hit.explain.mode === "hybrid") li.append(contributionBar(hit.explain));
+    const li = document.createElement("li");
+    li.className = "hit";
+    li.dataset.chunk = hit.id;
+    li.append(head);
+    const explain = hit.explain;
+    if (explain) {
+      li.append(el("div", { class: "ranks muted" }, branchRanks(explain)));
+      if (explain.mode === "hybrid") li.append(contributionBar(explain));
     }
     li.append(highlighted(hit.text, hit.matches));
     const near = neighbours(hit);
     if (near) li.append(near);
-    if (hit.explain) {
-      const explain = hit.explain;
-      li.append(later(el("details", { class: "explain" }, el("summary", {}, "explain")), () => [explainTable(explain)]));
-    }
+    if (explain) li.append(later(SKELETON.explain.cloneNode(true), () => [explainTable(explain)]));
     return li;
   }
 
   async function runSearch() {
-    say("search-error", "");
-    if (!(await checkWhere())) return;
-    const body = searchBody($("mode").value);
+    // Timed from the submit: the checks before the fetch count too.
     const started = performance.now();
+    say("search-error", "");
+    if (parsedWhere().error) {
+      await checkWhere();
+      return;
+    }
+    // The filter's check and the search go out together (the check is a round trip of
+    // its own when a filter is set); a search under a filter the check refuses is dropped.
+    const whereOk = checkWhere();
+    const body = searchBody($("mode").value);
     const seq = ++searches;
+    const answer = api("POST", "/ui/api/search", body);
+    if (!(await whereOk)) {
+      answer.catch(() => null);
+      return;
+    }
     try {
-      const data = await api("POST", "/ui/api/search", body);
+      const data = await answer;
       document.body.dataset.lastFetchMs = (performance.now() - started).toFixed(2);
       // Drawn apart from the page, then put in at once.
       $("hits").replaceChildren(...data.results.map((hit, i) => renderHit(hit, i + 1)));
