@@ -6,7 +6,9 @@ One run, one real ``remy serve`` and one Chromium, the two alternating query by 
 (which goes first alternates too, so the query cache favours neither): the page's search
 is timed from its submit to its hits drawn (``body[data-last-search-ms]``, measured by
 the page), the API call as a ``fetch`` of ``/v1/search`` with the same options (explain,
-one neighbour, highlight) from the same page. Results: ``results/ui-latency.{json,md}``.
+one neighbour, highlight) from the same page; both parse the answer's JSON. Each call
+starts on a page at rest (two frames after the last change), so neither is charged for
+drawing the page's previous hits or the typed query. Results: ``results/ui-latency.{json,md}``.
 """
 
 from __future__ import annotations
@@ -36,6 +38,11 @@ _FETCH = """async ([q, key]) => {
   return performance.now() - t;
 }"""
 
+# Resolves once the page has drawn two frames since the last change to it: what the
+# previous call (or the typed query) left to lay out and paint is done by then.
+_AT_REST = """() => new Promise((done) =>
+  requestAnimationFrame(() => requestAnimationFrame(() => setTimeout(done, 0))))"""
+
 _SUBMIT = """() => new Promise((done) => {
   const before = document.body.dataset.searches;
   const seen = new MutationObserver(() => {
@@ -60,20 +67,25 @@ def main() -> int:
 
         def from_page(query: str) -> float:
             page.fill("#q", query)
+            page.evaluate(_AT_REST)
             # Submit, then wait inside the page for the hits (a MutationObserver), so
             # that no polling of the driver's competes with the search for the cores.
             page.evaluate(_SUBMIT)
             fetched.append(float(page.get_attribute("body", "data-last-fetch-ms")))
             return float(page.get_attribute("body", "data-last-search-ms"))
 
+        def from_api(query: str) -> float:
+            page.evaluate(_AT_REST)
+            return float(page.evaluate(_FETCH, [query, key]))
+
         from_page("warm up")
         for i in range(args.rounds):
             query = QUERIES[i % len(QUERIES)] + ("" if i < len(QUERIES) else f" {i}")
             if i % 2:
                 page_ms.append(from_page(query))
-                api_ms.append(float(page.evaluate(_FETCH, [query, key])))
+                api_ms.append(from_api(query))
             else:
-                api_ms.append(float(page.evaluate(_FETCH, [query, key])))
+                api_ms.append(from_api(query))
                 page_ms.append(from_page(query))
     ratio = statistics.median(page_ms) / statistics.median(api_ms)
     # Odd rounds ran the page first, even rounds the API first.
