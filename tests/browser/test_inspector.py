@@ -67,7 +67,7 @@ def test_switching_modes_shows_that_modes_ranking(admin_page: Any, mode: str) ->
         assert "lexical #" in ranks and "semantic —" in ranks
     if mode == "semantic":
         assert "semantic #" in ranks and "lexical —" in ranks
-    assert f"mode={mode}" in page.url
+    page.wait_for_url(lambda url: f"mode={mode}" in url)  # the address follows the search
 
 
 def test_explain_shows_each_branchs_rank_and_contribution(admin_page: Any) -> None:

@@ -191,6 +191,13 @@
     history.replaceState(null, "", location.pathname + "?" + params.toString());
   }
 
+  // The address follows a search once its hits are on screen (after the next frame):
+  // history.replaceState takes a few ms, and run before the fetch it held the request
+  // back, run with the drawing it held the paint back.
+  function rememberLater(body) {
+    requestAnimationFrame(() => setTimeout(() => remember(body), 0));
+  }
+
   // -- one hit --------------------------------------------------------------------------
 
   function documentLink(documentId, chunkIndex) {
@@ -385,9 +392,7 @@
       document.body.dataset.searches = String(seq);
       document.body.dataset.lastSearchMs = ms.toFixed(2);
       say("status", data.total + " hit(s) in " + ms.toFixed(0) + " ms");
-      // The address follows the search only once its hits are drawn: history.replaceState
-      // before the fetch held the request back by a few ms on every search.
-      remember(body);
+      rememberLater(body);
     } catch (err) {
       if (err instanceof ApiError) say("search-error", err.message);
       else throw err;
@@ -431,7 +436,7 @@
     if (!(await checkWhere())) return;
     const body = searchBody("hybrid");
     delete body.mode;
-    remember(body);
+    rememberLater(body);
     try {
       const data = await api("POST", "/ui/api/compare", body);
       const columns = clear($("columns"));
