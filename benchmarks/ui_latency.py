@@ -113,7 +113,8 @@ def main() -> int:
     }
     md = (
         "# Inspector search against /v1/search\n\n"
-        f"{args.rounds} queries, alternating, one run (`{data['command']}`).\n\n"
+        f"{args.rounds} queries, alternating, one run (`{data['command']}`); each call "
+        "starts on a page at rest (two frames after the last change).\n\n"
         "| call | p50 ms | p95 ms |\n|---|---|---|\n"
         f"| search from the page (submit to hits drawn) | {result['page']['p50_ms']:.1f} | "
         f"{result['page']['p95_ms']:.1f} |\n"
