@@ -77,9 +77,9 @@ def test_explain_shows_each_branchs_rank_and_contribution(admin_page: Any) -> No
     expected = _api(page, query, "hybrid")
     for i, hit in enumerate(expected[:3]):
         item = page.locator("li.hit").nth(i)
-        item.locator("details.explain summary").click()
+        item.locator(".explain > button").click()
         for branch, facts in hit["explain"]["branches"].items():
-            row = item.locator(f"details.explain tr[data-branch={branch}]")
+            row = item.locator(f".explain tr[data-branch={branch}]")
             assert row.is_visible()
             assert row.locator("td.rank").inner_text() == f"#{facts['rank']}"
             assert row.locator("td.contribution").inner_text() == f"{facts['contribution']:.4f}"
@@ -107,11 +107,17 @@ def test_neighbours_expand_to_the_chunks_either_side(admin_page: Any) -> None:
     item = page.locator("li.hit").nth(index)
     before = item.locator("p.neighbour.before").first
     assert not before.is_visible()
-    item.locator("details.neighbours summary").click()
+    toggle = item.locator(".neighbours > button")
+    assert toggle.get_attribute("aria-expanded") == "false"
+    toggle.click()
+    assert toggle.get_attribute("aria-expanded") == "true"
     assert before.is_visible()
     assert before.inner_text().endswith(expected[index]["neighbors"]["before"][0].strip())
     after = item.locator("p.neighbour.after").first
     assert after.inner_text().endswith(expected[index]["neighbors"]["after"][0].strip())
+    toggle.click()  # and closed again
+    assert toggle.get_attribute("aria-expanded") == "false"
+    assert not before.is_visible() and not after.is_visible()
 
 
 def test_a_bad_filter_shows_the_librarys_error_inline(admin_page: Any) -> None:

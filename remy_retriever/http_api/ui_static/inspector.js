@@ -250,8 +250,8 @@
       el("a", { class: "citation" }),
       el("span", { class: "score muted" })
     ),
-    explain: el("details", { class: "explain" }, el("summary", {}, "explain")),
-    neighbours: el("details", { class: "neighbours" }, el("summary", {})),
+    explain: el("div", { class: "explain disclosure" }, el("button", { type: "button", "aria-expanded": "false" }, "explain")),
+    neighbours: el("div", { class: "neighbours disclosure" }, el("button", { type: "button", "aria-expanded": "false" })),
   };
 
   function contributionBar(explain) {
@@ -302,30 +302,36 @@
     return el("div", {}, table, el("p", { class: "muted" }, facts.join(" · ")));
   }
 
-  // The explain table and the neighbours' text are built when their <details> is first
-  // opened, not with the hit: most are never opened, and building them all held every
-  // search's drawing back. A summary's click (before the details opens, so its content is
-  // there when it shows) or the details' toggle (opened any other way) builds it once.
+  // A hit's explain table and neighbours are disclosures: a button (aria-expanded) over a
+  // part that is built when it is first opened, not with the hit. Most are never opened;
+  // building them all, or a <details> element per hit, held every search's drawing back.
   const unbuilt = new WeakMap();
 
-  function later(details, build) {
-    unbuilt.set(details, build);
-    return details;
+  function later(box, build) {
+    unbuilt.set(box, build);
+    return box;
   }
 
-  function build(details) {
-    const make = details && unbuilt.get(details);
-    if (!make) return;
-    unbuilt.delete(details);
-    details.append(...make());
+  function toggle(button) {
+    const box = button.parentElement;
+    const make = unbuilt.get(box);
+    if (make) {
+      unbuilt.delete(box);
+      const part = document.createElement("div");
+      part.className = "part";
+      part.append(...make());
+      box.append(part);
+    }
+    const open = button.getAttribute("aria-expanded") !== "true";
+    button.setAttribute("aria-expanded", open ? "true" : "false");
+    box.lastElementChild.hidden = !open;
   }
 
-  function buildOnOpen(list) {
+  function disclosures(list) {
     list.addEventListener("click", (event) => {
-      const summary = event.target instanceof Element ? event.target.closest("summary") : null;
-      if (summary) build(summary.parentElement);
+      const button = event.target instanceof Element ? event.target.closest(".disclosure > button") : null;
+      if (button && list.contains(button)) toggle(button);
     });
-    list.addEventListener("toggle", (event) => build(event.target), true);
   }
 
   function neighbours(hit) {
@@ -333,9 +339,9 @@
     if (!n || (!n.before.length && !n.after.length)) return null;
     const part = (name, texts) =>
       texts.map((t) => el("p", { class: "neighbour " + name }, el("span", { class: "muted" }, name + ": "), t));
-    const details = SKELETON.neighbours.cloneNode(true);
-    details.firstChild.textContent = "neighbours (" + (n.before.length + n.after.length) + ")";
-    return later(details, () => [...part("before", n.before), ...part("after", n.after)]);
+    const box = SKELETON.neighbours.cloneNode(true);
+    box.firstChild.textContent = "neighbours (" + (n.before.length + n.after.length) + ")";
+    return later(box, () => [...part("before", n.before), ...part("after", n.after)]);
   }
 
   function renderHit(hit, position) {
@@ -624,7 +630,7 @@
       });
       if (view === "search") {
         $("mode").addEventListener("change", () => $("q").value && run());
-        buildOnOpen($("hits"));
+        disclosures($("hits"));
       }
       if (view === "compare") window.addEventListener("resize", drawJoins);
       if ($("q").value) run();
