@@ -265,7 +265,8 @@ def view_ui_latency(results: Path) -> str:
     r = data["result"]
     verdict = "within" if r["median_ratio"] <= r["bar"] else "over"
     return (
-        f"Over {r['rounds']} alternating queries in one run, a search from the page took "
+        f"Over {r['rounds']} alternating queries in one run, each call starting on a page "
+        "at rest, a search from the page took "
         f"{r['page']['p50_ms']:.1f} ms (median, submit to hits drawn) and the same "
         f"`/v1/search` call {r['api']['p50_ms']:.1f} ms: {r['median_ratio']:.2f}x, "
         f"{verdict} the {r['bar']}x bar ({_machine_note(data)}: "

@@ -21,9 +21,9 @@ def main() -> int:
         page = open_with_key(browser, url, key, "/ui/?q=" + quote(QUERY))
         page.wait_for_selector("body[data-searches]")
         first = page.locator("li.hit").first
-        first.locator("details.explain summary").click()
-        if first.locator("details.neighbours").count():
-            first.locator("details.neighbours summary").click()
+        first.locator(".explain > button").click()
+        if first.locator(".neighbours").count():
+            first.locator(".neighbours > button").click()
         page.screenshot(path=str(OUT / "inspector-search.png"), full_page=False)
         page.goto(url + "/ui/compare?k=8&q=" + quote(QUERY))
         page.wait_for_selector("body[data-compared]")

@@ -67,7 +67,7 @@ def test_switching_modes_shows_that_modes_ranking(admin_page: Any, mode: str) ->
         assert "lexical #" in ranks and "semantic —" in ranks
     if mode == "semantic":
         assert "semantic #" in ranks and "lexical —" in ranks
-    assert f"mode={mode}" in page.url
+    page.wait_for_url(lambda url: f"mode={mode}" in url)  # the address follows the search
 
 
 def test_explain_shows_each_branchs_rank_and_contribution(admin_page: Any) -> None:
@@ -77,9 +77,9 @@ def test_explain_shows_each_branchs_rank_and_contribution(admin_page: Any) -> No
     expected = _api(page, query, "hybrid")
     for i, hit in enumerate(expected[:3]):
         item = page.locator("li.hit").nth(i)
-        item.locator("details.explain summary").click()
+        item.locator(".explain > button").click()
         for branch, facts in hit["explain"]["branches"].items():
-            row = item.locator(f"details.explain tr[data-branch={branch}]")
+            row = item.locator(f".explain tr[data-branch={branch}]")
             assert row.is_visible()
             assert row.locator("td.rank").inner_text() == f"#{facts['rank']}"
             assert row.locator("td.contribution").inner_text() == f"{facts['contribution']:.4f}"
@@ -107,11 +107,17 @@ def test_neighbours_expand_to_the_chunks_either_side(admin_page: Any) -> None:
     item = page.locator("li.hit").nth(index)
     before = item.locator("p.neighbour.before").first
     assert not before.is_visible()
-    item.locator("details.neighbours summary").click()
+    toggle = item.locator(".neighbours > button")
+    assert toggle.get_attribute("aria-expanded") == "false"
+    toggle.click()
+    assert toggle.get_attribute("aria-expanded") == "true"
     assert before.is_visible()
     assert before.inner_text().endswith(expected[index]["neighbors"]["before"][0].strip())
     after = item.locator("p.neighbour.after").first
     assert after.inner_text().endswith(expected[index]["neighbors"]["after"][0].strip())
+    toggle.click()  # and closed again
+    assert toggle.get_attribute("aria-expanded") == "false"
+    assert not before.is_visible() and not after.is_visible()
 
 
 def test_a_bad_filter_shows_the_librarys_error_inline(admin_page: Any) -> None:
@@ -133,6 +139,33 @@ def test_a_bad_filter_shows_the_librarys_error_inline(admin_page: Any) -> None:
     _search(page, "metadata", "hybrid")
     sources = {li.locator("a.citation").inner_text() for li in page.locator("li.hit").all()}
     assert sources and all("filters" in s for s in sources)
+
+
+def test_a_search_submitted_under_a_refused_filter_shows_its_error_and_no_hits(
+    admin_page: Any,
+) -> None:
+    """Submitted at once (before the editor's own check): the filter's check and the
+    search go out together, and the refused filter's error wins over any answer."""
+    page = admin_page
+    bad = {"tags": {"$regex": "x"}}
+    with pytest.raises(InvalidInputError) as caught:
+        parse_where(bad)
+    page.fill("#q", "metadata")
+    with page.expect_response("**/ui/api/search") as searched:
+        page.evaluate(
+            "(where) => { document.getElementById('where').value = where; "
+            "document.getElementById('search-form').requestSubmit(); }",
+            '{"tags": {"$regex": "x"}}',
+        )
+    assert searched.value.status == 400  # the search went out too, and was refused
+    page.wait_for_function("() => document.getElementById('where-error').textContent !== ''")
+    # Let the page finish with the search's answer before looking for what it drew.
+    page.evaluate("() => new Promise((r) => requestAnimationFrame(() => setTimeout(r, 0)))")
+    assert page.inner_text("#where-error") == str(caught.value)
+    assert page.get_attribute("#where", "aria-invalid") == "true"
+    assert page.get_attribute("body", "data-searches") is None
+    assert page.locator("li.hit").count() == 0
+    assert page.inner_text("#search-error") == ""
 
 
 def test_the_compare_view_joins_the_same_chunk_across_columns(admin_page: Any) -> None:

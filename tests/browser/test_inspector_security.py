@@ -40,7 +40,7 @@ def test_hostile_text_and_metadata_are_shown_as_text_in_every_view(page: Any) ->
     hit = page.locator("li.hit").first
     assert "<script>alert('xss-script')</script>" in hit.inner_text()
     assert "onerror=\"alert('xss-img')\"" in hit.inner_text()
-    hit.locator("details.explain summary").click()
+    hit.locator(".explain > button").click()
     _no_script_ran(page)
 
     page.goto(page.remy_url + "/ui/compare?q=" + quote("<img src=x onerror=alert('xss-q')>"))

@@ -37,9 +37,11 @@
     return node;
   }
 
+  // Text and attributes are written only when they change: a write of the same value
+  // still dirties the page, and before a search's fetch that is work in its way.
   function say(id, text) {
     const node = $(id);
-    if (node) node.textContent = text || "";
+    if (node && node.textContent !== (text || "")) node.textContent = text || "";
   }
 
   class ApiError extends Error {}
@@ -149,7 +151,8 @@
       }
     }
     say("where-error", problem);
-    $("where").setAttribute("aria-invalid", problem ? "true" : "false");
+    const invalid = problem ? "true" : "false";
+    if ($("where").getAttribute("aria-invalid") !== invalid) $("where").setAttribute("aria-invalid", invalid);
     return !problem;
   }
 
@@ -188,6 +191,13 @@
     history.replaceState(null, "", location.pathname + "?" + params.toString());
   }
 
+  // The address follows a search once its hits are on screen (after the next frame):
+  // history.replaceState takes a few ms, and run before the fetch it held the request
+  // back, run with the drawing it held the paint back.
+  function rememberLater(body) {
+    requestAnimationFrame(() => setTimeout(() => remember(body), 0));
+  }
+
   // -- one hit --------------------------------------------------------------------------
 
   function documentLink(documentId, chunkIndex) {
@@ -220,22 +230,44 @@
     return node;
   }
 
+  // Skeletons cloned for every hit (cloning is cheaper than building node by node);
+  // only text (textContent) and attribute values are filled in.
+  const BAR_WIDTH = 200;
+  const SKELETON = {
+    bar: (() => {
+      const bar = svg("svg", { class: "bar", width: BAR_WIDTH, height: 12, viewBox: "0 0 " + BAR_WIDTH + " 12" });
+      for (const branch of BRANCHES) {
+        const rect = svg("rect", { x: 0, y: 0, width: 0, height: 12, class: "seg-" + branch, "data-branch": branch });
+        rect.append(svg("title", {}));
+        bar.append(rect);
+      }
+      return bar;
+    })(),
+    head: el(
+      "div",
+      { class: "head" },
+      el("span", { class: "position" }),
+      el("a", { class: "citation" }),
+      el("span", { class: "score muted" })
+    ),
+    explain: el("div", { class: "explain disclosure" }, el("button", { type: "button", "aria-expanded": "false" }, "explain")),
+    neighbours: el("div", { class: "neighbours disclosure" }, el("button", { type: "button", "aria-expanded": "false" })),
+  };
+
   function contributionBar(explain) {
-    const width = 200;
-    const bar = svg("svg", { class: "bar", width, height: 12, viewBox: "0 0 " + width + " 12" });
-    const shares = BRANCHES.map((b) => [b, (explain.branches[b] || {}).contribution || 0]);
-    const total = shares.reduce((s, [, v]) => s + Math.max(v, 0), 0);
+    const bar = SKELETON.bar.cloneNode(true);
+    const shares = BRANCHES.map((b) => (explain.branches[b] || {}).contribution || 0);
+    const total = shares.reduce((s, v) => s + Math.max(v, 0), 0);
     let x = 0;
-    for (const [branch, value] of shares) {
-      const w = total > 0 ? (Math.max(value, 0) / total) * width : 0;
-      const rect = svg("rect", { x, y: 0, width: w, height: 12, class: "seg-" + branch });
-      rect.setAttribute("data-branch", branch);
-      const title = svg("title", {});
-      title.textContent = branch + " " + value.toFixed(4);
-      rect.append(title);
-      bar.append(rect);
+    let rect = bar.firstChild;
+    BRANCHES.forEach((branch, i) => {
+      const w = total > 0 ? (Math.max(shares[i], 0) / total) * BAR_WIDTH : 0;
+      rect.setAttribute("x", String(x));
+      rect.setAttribute("width", String(w));
+      rect.firstChild.textContent = branch + " " + shares[i].toFixed(4);
       x += w;
-    }
+      rect = rect.nextSibling;
+    });
     return bar;
   }
 
@@ -270,64 +302,103 @@
     return el("div", {}, table, el("p", { class: "muted" }, facts.join(" · ")));
   }
 
+  // A hit's explain table and neighbours are disclosures: a button (aria-expanded) over a
+  // part that is built when it is first opened, not with the hit. Most are never opened;
+  // building them all, or a <details> element per hit, held every search's drawing back.
+  const unbuilt = new WeakMap();
+
+  function later(box, build) {
+    unbuilt.set(box, build);
+    return box;
+  }
+
+  function toggle(button) {
+    const box = button.parentElement;
+    const make = unbuilt.get(box);
+    if (make) {
+      unbuilt.delete(box);
+      const part = document.createElement("div");
+      part.className = "part";
+      part.append(...make());
+      box.append(part);
+    }
+    const open = button.getAttribute("aria-expanded") !== "true";
+    button.setAttribute("aria-expanded", open ? "true" : "false");
+    box.lastElementChild.hidden = !open;
+  }
+
+  function disclosures(list) {
+    list.addEventListener("click", (event) => {
+      const button = event.target instanceof Element ? event.target.closest(".disclosure > button") : null;
+      if (button && list.contains(button)) toggle(button);
+    });
+  }
+
   function neighbours(hit) {
     const n = hit.neighbors;
     if (!n || (!n.before.length && !n.after.length)) return null;
     const part = (name, texts) =>
       texts.map((t) => el("p", { class: "neighbour " + name }, el("span", { class: "muted" }, name + ": "), t));
-    return el(
-      "details",
-      { class: "neighbours" },
-      el("summary", {}, "neighbours (" + (n.before.length + n.after.length) + ")"),
-      ...part("before", n.before),
-      ...part("after", n.after)
-    );
+    const box = SKELETON.neighbours.cloneNode(true);
+    box.firstChild.textContent = "neighbours (" + (n.before.length + n.after.length) + ")";
+    return later(box, () => [...part("before", n.before), ...part("after", n.after)]);
   }
 
   function renderHit(hit, position) {
     const c = hit.citation;
-    const head = el(
-      "div",
-      { class: "head" },
-      el("span", { class: "position" }, "#" + position),
-      el("a", { class: "citation", href: documentLink(c.documentId, c.chunkIndex) }, citationText(c)),
-      el("span", { class: "score muted" }, "score " + hit.score.toFixed(4))
-    );
+    const head = SKELETON.head.cloneNode(true);
+    const [number, citation, score] = head.children;
+    number.textContent = "#" + position;
+    citation.href = documentLink(c.documentId, c.chunkIndex);
+    citation.textContent = citationText(c);
+    score.textContent = "score " + hit.score.toFixed(4);
     if (hit.retrievalRank !== undefined) {
       head.append(el("span", { class: "jump" }, "was #" + hit.retrievalRank + " → now #" + position));
     }
-    const li = el("li", { class: "hit", "data-chunk": hit.id }, head);
-    if (hit.explain) {
-      li.append(el("div", { class: "ranks muted" }, branchRanks(hit.explain)));
-      if (hit.explain.mode === "hybrid") li.append(contributionBar(hit.explain));
+    const li = document.createElement("li");
+    li.className = "hit";
+    li.dataset.chunk = hit.id;
+    li.append(head);
+    const explain = hit.explain;
+    if (explain) {
+      li.append(el("div", { class: "ranks muted" }, branchRanks(explain)));
+      if (explain.mode === "hybrid") li.append(contributionBar(explain));
     }
     li.append(highlighted(hit.text, hit.matches));
     const near = neighbours(hit);
     if (near) li.append(near);
-    if (hit.explain) {
-      li.append(el("details", { class: "explain" }, el("summary", {}, "explain"), explainTable(hit.explain)));
-    }
+    if (explain) li.append(later(SKELETON.explain.cloneNode(true), () => [explainTable(explain)]));
     return li;
   }
 
   async function runSearch() {
-    say("search-error", "");
-    if (!(await checkWhere())) return;
-    const body = searchBody($("mode").value);
+    // Timed from the submit: the checks before the fetch count too.
     const started = performance.now();
+    say("search-error", "");
+    if (parsedWhere().error) {
+      await checkWhere();
+      return;
+    }
+    // The filter's check and the search go out together (the check is a round trip of
+    // its own when a filter is set); a search under a filter the check refuses is dropped.
+    const whereOk = checkWhere();
+    const body = searchBody($("mode").value);
     const seq = ++searches;
+    const answer = api("POST", "/ui/api/search", body);
+    if (!(await whereOk)) {
+      answer.catch(() => null);
+      return;
+    }
     try {
-      const data = await api("POST", "/ui/api/search", body);
+      const data = await answer;
       document.body.dataset.lastFetchMs = (performance.now() - started).toFixed(2);
-      const list = clear($("hits"));
-      data.results.forEach((hit, i) => list.append(renderHit(hit, i + 1)));
+      // Drawn apart from the page, then put in at once.
+      $("hits").replaceChildren(...data.results.map((hit, i) => renderHit(hit, i + 1)));
       const ms = performance.now() - started;
       document.body.dataset.searches = String(seq);
       document.body.dataset.lastSearchMs = ms.toFixed(2);
       say("status", data.total + " hit(s) in " + ms.toFixed(0) + " ms");
-      // The address follows the search only once its hits are drawn: history.replaceState
-      // before the fetch held the request back by a few ms on every search.
-      remember(body);
+      rememberLater(body);
     } catch (err) {
       if (err instanceof ApiError) say("search-error", err.message);
       else throw err;
@@ -371,7 +442,7 @@
     if (!(await checkWhere())) return;
     const body = searchBody("hybrid");
     delete body.mode;
-    remember(body);
+    rememberLater(body);
     try {
       const data = await api("POST", "/ui/api/compare", body);
       const columns = clear($("columns"));
@@ -557,7 +628,10 @@
         event.preventDefault();
         run();
       });
-      if (view === "search") $("mode").addEventListener("change", () => $("q").value && run());
+      if (view === "search") {
+        $("mode").addEventListener("change", () => $("q").value && run());
+        disclosures($("hits"));
+      }
       if (view === "compare") window.addEventListener("resize", drawJoins);
       if ($("q").value) run();
     } else if (view === "documents") {
