@@ -27,6 +27,7 @@ XSS_TEXT = (
 XSS_META = {
     "source": "javascript:alert('xss-meta')",
     "note": "<img src=x onerror=\"alert('xss-meta-img')\">",
+    "tags": ["<b>bold</b>", "javascript:alert('xss-tag')"],
 }
 #: Bob's secret: alice's key must never see it anywhere.
 BOB_SECRET = "The vault combination of the zebrafinch aviary is QZ7731"

@@ -57,6 +57,9 @@ def test_hostile_text_and_metadata_are_shown_as_text_in_every_view(page: Any) ->
         page.inner_text("dd[data-field='metadata.note']")
         == "<img src=x onerror=\"alert('xss-meta-img')\">"
     )
+    # A list value is shown as its JSON, so its items stay apart and stay text.
+    tags = page.inner_text("dd[data-field='metadata.tags']")
+    assert tags == '["<b>bold</b>","javascript:alert(\'xss-tag\')"]'
     assert "<svg onload=" in page.inner_text("#chunks")
     assert XSS_TEXT.splitlines()[-1][:40] in page.inner_text("#chunks")
     _no_script_ran(page)

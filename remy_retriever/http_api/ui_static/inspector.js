@@ -520,7 +520,9 @@
         ["pages", d.pages === null ? "" : String(d.pages)],
       ];
       for (const [name, value] of Object.entries(d.metadata || {})) {
-        facts.push(["metadata." + name, String(value)]);
+        // A list value (of strings) as its JSON, so its items stay apart.
+        const shown = Array.isArray(value) ? JSON.stringify(value) : String(value);
+        facts.push(["metadata." + name, shown]);
       }
       for (const [name, value] of facts) meta.append(el("dt", {}, name), el("dd", { "data-field": name }, value));
       const list = clear($("chunks"));
