@@ -27,11 +27,10 @@ import numpy as np
 from chromadb.api.shared_system_client import SharedSystemClient
 from chromadb.errors import NotFoundError
 
-from ..errors import CollectionNotFoundError, InvalidInputError, ModelLoadError, StoreError
+from ..errors import CollectionNotFoundError, InvalidInputError, StoreError
 from ..models.embeddings import (
     Embedder,
     RemyEmbeddingFunction,
-    as_matrix,
     cosine_from_distance,
     embedder_from_config,
     resolve_embedder,
@@ -54,6 +53,7 @@ from .identity import (
     identify,
     recorded_identity,
 )
+from .reembed import ACTIVE_KEY, vectors_of
 
 __all__ = ["HNSW_KEYS", "STALE_READ_DELAYS", "STALE_VIEW_ERRORS", "DenseStore", "check_hnsw"]
 
@@ -87,8 +87,8 @@ class DenseStore:
 
     Opening checks the embedder (``prepared``, see :func:`.identity.prepare_embedder`)
     against the identity the collection records and refuses another model, unless
-    ``prepared.reembed``: the owner then calls :meth:`reembed_all` under the writer lock
-    (:attr:`reembed_pending`).
+    ``prepared.reembed``: the owner then calls :func:`.reembed.reembed_all` under the
+    writer lock (:attr:`reembed_pending`).
 
     Reopened without an embedder, a collection rebuilds the model it records, and that
     model is checked when it is first used (:attr:`embedder`), not on open: fingerprinting
@@ -121,6 +121,10 @@ class DenseStore:
         self._check_on_use = False
         self._check_lock = threading.Lock()
         embedder, reembed = prepared.embedder, prepared.reembed
+        #: The collection named ``name`` (its metadata is the store's record), and the
+        #: one holding the vectors: the same, or the one a re-embedding swapped in
+        #: (:mod:`.reembed`).
+        self.head: Any = None
         self.collection = calls.call(
             "open the collection", lambda: self._open(embedder, create, hnsw, reembed)
         )
@@ -177,7 +181,17 @@ class DenseStore:
     def read(self, what: str, fn: Callable[[], T]) -> T:
         """Run a Chroma read; when it fails because this process's embedded view lags
         another process's writes (:data:`STALE_VIEW_ERRORS`), reload the view and retry
-        after each of :data:`STALE_READ_DELAYS`, then raise :class:`StoreError`."""
+        after each of :data:`STALE_READ_DELAYS`, then raise :class:`StoreError`. A read
+        whose collection was swapped out meanwhile (:mod:`.reembed`) is read again from
+        the new one."""
+        while True:
+            searched = self.collection
+            result = self._read_once(what, fn)
+            self.generation()  # afresh: checks the identity and follows a swap
+            if self.collection is searched:
+                return result
+
+    def _read_once(self, what: str, fn: Callable[[], T]) -> T:
         began = time.monotonic()
         delays = iter(STALE_READ_DELAYS)
         while True:
@@ -248,7 +262,8 @@ class DenseStore:
             )
             # Another process may have created it a moment before, with another model.
             self._check(created.metadata, reembed)
-            return created
+            self.head = created
+            return self._vectors_of(created)
         have = (existing.configuration_json or {}).get("hnsw") or {}
         differ = {k: (v, have.get(k)) for k, v in hnsw.items() if have.get(k) != v}
         if differ:
@@ -259,8 +274,10 @@ class DenseStore:
                 "or write to a new collection"
             )
             raise InvalidInputError(msg)
+        self.head = existing
+        vectors = self._vectors_of(existing)
         if embedder is None:
-            config = (existing.configuration_json or {}).get("embedding_function") or {}
+            config = (vectors.configuration_json or {}).get("embedding_function") or {}
             if config.get("name") != RemyEmbeddingFunction.name():
                 msg = (
                     f"collection {self.name!r} was not created by remy-retriever (its "
@@ -273,12 +290,25 @@ class DenseStore:
             check_not_pending(pending, where=self.where)
             if recorded is not None:  # checked when first used (see the class docstring)
                 self._check_on_use = True
-                existing._embedding_function = RemyEmbeddingFunction(embedder)
-                return existing
+                vectors._embedding_function = RemyEmbeddingFunction(embedder)
+                return vectors
         self._identify(embedder)
         self._check(existing.metadata, reembed)
-        existing._embedding_function = RemyEmbeddingFunction(embedder)
-        return existing
+        vectors._embedding_function = RemyEmbeddingFunction(embedder)
+        return vectors
+
+    def _vectors_of(self, head: Any) -> Any:
+        return vectors_of(self.client, head, self.name, where=self.where)
+
+    def _follow(self, meta: Mapping[str, Any]) -> None:
+        """Read from the collection ``meta`` names as holding the vectors: another
+        process may have swapped a re-embedded one in (call with its identity checked)."""
+        name = str(meta.get(ACTIVE_KEY) or self.name)
+        if name != self.collection.name:
+            head = self.client.get_collection(self.name, embedding_function=None)
+            vectors = self._vectors_of(head)
+            vectors._embedding_function = RemyEmbeddingFunction(self._embedder)
+            self.head, self.collection = head, vectors
 
     # -- the embedder's identity (see .identity) ----------------------------------------
 
@@ -321,6 +351,10 @@ class DenseStore:
         check_identity(recorded, pending, self.identity, where=self.where)
         self.unrecorded = recorded is None
 
+    def metadata(self) -> dict[str, Any]:
+        """The collection's metadata, read afresh."""
+        return self._fresh_metadata()
+
     def _fresh_metadata(self) -> dict[str, Any]:
         def read() -> dict[str, Any]:
             col = self.client.get_collection(self.name, embedding_function=None)
@@ -345,7 +379,7 @@ class DenseStore:
 
         def write() -> None:
             col = self.client.get_collection(self.name, embedding_function=None)
-            self.collection.modify(metadata={**(col.metadata or {}), **changes})
+            self.head.modify(metadata={**(col.metadata or {}), **changes})
 
         self._metadata_read = None  # whatever happens, the next read goes to the store
         self.calls.call(what, write)
@@ -366,52 +400,10 @@ class DenseStore:
         re-embedded the collection with another model since it was opened here."""
         if self.reembed_pending or self.identity is None:
             return
-        recorded, pending = recorded_identity(self._fresh_metadata(), where=self.where)
+        meta = self._fresh_metadata()
+        recorded, pending = recorded_identity(meta, where=self.where)
         check_identity(recorded, pending, self.identity, where=self.where)
-
-    def _write_vectors(self, ids: list[str], vectors: np.ndarray) -> None:
-        self.calls.call(
-            "write re-embedded vectors", lambda: self.collection.update(ids=ids, embeddings=vectors)
-        )
-
-    def reembed_all(self, *, batch: int = 256) -> int:
-        """Re-embed every chunk with :attr:`embedder` and record its identity (call
-        holding the writer lock). The collection is marked first, so that an interrupted
-        run is refused on open instead of leaving two models' vectors mixed. Returns the
-        chunks re-embedded."""
-        assert self.identity is not None
-        target = self.identity.to_json()
-        self.set_metadata({EMBEDDER_PENDING_KEY: target}, "mark the re-embedding")
-        ids = [
-            cid for page in self.iter_all(documents=False, metadatas=False) for cid, _, _ in page
-        ]
-        for lo in range(0, len(ids), batch):
-            part = ids[lo : lo + batch]
-            texts = {cid: text for cid, text, _ in self.get(ids=part, metadatas=False)}
-            part = [cid for cid in part if cid in texts]
-            if not part:
-                continue
-            try:
-                raw = self.embedder.embed_documents([texts[c] for c in part])
-            except Exception as exc:
-                msg = (
-                    f"the embedder {self.identity.name!r} failed while re-embedding "
-                    f"{self.where} ({type(exc).__name__}: {exc}); the collection stays "
-                    "marked as being re-embedded: fix the embedder and open it again with "
-                    "reembed=True"
-                )
-                raise ModelLoadError(msg) from exc
-            vectors = as_matrix(raw, len(part))
-            self._write_vectors(part, vectors)
-        ef = RemyEmbeddingFunction(self.embedder, replacing=True)
-        self.calls.call(
-            "record the embedder",
-            lambda: self.collection.modify(configuration={"embedding_function": ef}),
-        )
-        done = {EMBEDDER_KEY: target, EMBEDDER_PENDING_KEY: ""}
-        self.set_metadata(done, "record the embedder")
-        self.reembed_pending = self.unrecorded = False
-        return len(ids)
+        self.calls.call("open the re-embedded collection", lambda: self._follow(meta))
 
     @property
     def max_batch(self) -> int:
@@ -444,16 +436,19 @@ class DenseStore:
         would be compared with another model's): every search reads the generation, and
         this checks the identity record beside it when that record changed."""
         raw = (meta.get(EMBEDDER_KEY), meta.get(EMBEDDER_PENDING_KEY))
-        if self.identity is None or self.reembed_pending or raw == self._identity_seen:
-            return
-        recorded, pending = recorded_identity(meta, where=self.where)
-        if recorded is not None or pending is not None:
-            check_identity(recorded, pending, self.identity, where=self.where)
-        self._identity_seen = raw
+        if not (self.identity is None or self.reembed_pending or raw == self._identity_seen):
+            recorded, pending = recorded_identity(meta, where=self.where)
+            if recorded is not None or pending is not None:
+                check_identity(recorded, pending, self.identity, where=self.where)
+            self._identity_seen = raw
+        self._follow(meta)
 
-    def bump_generation(self) -> str:
+    def bump_generation(self, changes: Mapping[str, Any] | None = None) -> str:
+        """Stamp a new generation (with ``changes`` to the metadata, in the same write)."""
         token = uuid.uuid4().hex
-        self.set_metadata({GENERATION_KEY: token}, "update the collection generation")
+        self.set_metadata(
+            {**(changes or {}), GENERATION_KEY: token}, "update the collection generation"
+        )
         self._generation_read = (token, time.monotonic())
         if self._system is not None:  # our own write: our view reflects it
             _SEEN.setdefault(self._system, {})[self.name] = token
