@@ -43,7 +43,16 @@ from ..schema.records import (
     pack,
     unpack,
 )
-from .chroma import HNSW_KEYS, ChromaCalls, check_hnsw, is_embedded, paged, system_of
+from .chroma import (
+    ACTIVE_KEY,
+    HNSW_KEYS,
+    ChromaCalls,
+    check_hnsw,
+    is_embedded,
+    paged,
+    system_of,
+    vectors_of,
+)
 from .exact import exact_cosines
 from .identity import (
     EmbedderIdentity,
@@ -53,7 +62,6 @@ from .identity import (
     identify,
     recorded_identity,
 )
-from .reembed import ACTIVE_KEY, vectors_of
 
 __all__ = ["HNSW_KEYS", "STALE_READ_DELAYS", "STALE_VIEW_ERRORS", "DenseStore", "check_hnsw"]
 
@@ -263,7 +271,7 @@ class DenseStore:
             # Another process may have created it a moment before, with another model.
             self._check(created.metadata, reembed)
             self.head = created
-            return self._vectors_of(created)
+            return self._vectors(created)
         have = (existing.configuration_json or {}).get("hnsw") or {}
         differ = {k: (v, have.get(k)) for k, v in hnsw.items() if have.get(k) != v}
         if differ:
@@ -275,7 +283,7 @@ class DenseStore:
             )
             raise InvalidInputError(msg)
         self.head = existing
-        vectors = self._vectors_of(existing)
+        vectors = self._vectors(existing)
         if embedder is None:
             config = (vectors.configuration_json or {}).get("embedding_function") or {}
             if config.get("name") != RemyEmbeddingFunction.name():
@@ -297,7 +305,7 @@ class DenseStore:
         vectors._embedding_function = RemyEmbeddingFunction(embedder)
         return vectors
 
-    def _vectors_of(self, head: Any) -> Any:
+    def _vectors(self, head: Any) -> Any:
         return vectors_of(self.client, head, self.name, where=self.where)
 
     def _follow(self, meta: Mapping[str, Any]) -> None:
@@ -306,7 +314,7 @@ class DenseStore:
         name = str(meta.get(ACTIVE_KEY) or self.name)
         if name != self.collection.name:
             head = self.client.get_collection(self.name, embedding_function=None)
-            vectors = self._vectors_of(head)
+            vectors = self._vectors(head)
             vectors._embedding_function = RemyEmbeddingFunction(self._embedder)
             self.head, self.collection = head, vectors
 
@@ -325,7 +333,7 @@ class DenseStore:
             if not self._check_on_use:
                 return  # another thread checked it meanwhile
             identity = identify(self._embedder)
-            recorded, pending = recorded_identity(self._fresh_metadata(), where=self.where)
+            recorded, pending = recorded_identity(self.metadata(), where=self.where)
             check_identity(recorded, pending, identity, where=self.where)
             self.identity = identity
             self.unrecorded = recorded is None
@@ -353,14 +361,9 @@ class DenseStore:
 
     def metadata(self) -> dict[str, Any]:
         """The collection's metadata, read afresh."""
-        return self._fresh_metadata()
-
-    def _fresh_metadata(self) -> dict[str, Any]:
-        def read() -> dict[str, Any]:
-            col = self.client.get_collection(self.name, embedding_function=None)
-            return dict(col.metadata or {})
-
-        meta = dict(self.calls.call("read the collection metadata", read))
+        get = self.client.get_collection
+        head = self.calls.call("read the metadata", lambda: get(self.name, embedding_function=None))
+        meta = dict(head.metadata or {})
         self._metadata_read = (meta, time.monotonic())
         return dict(meta)
 
@@ -371,7 +374,7 @@ class DenseStore:
         cached = self._metadata_read
         if max_age > 0 and cached is not None and time.monotonic() - cached[1] <= max_age:
             return cached[0].get(key)
-        return self._fresh_metadata().get(key)
+        return self.metadata().get(key)
 
     def set_metadata(self, changes: Mapping[str, Any], what: str) -> None:
         """Change some collection metadata keys (call holding the writer lock: Chroma
@@ -388,7 +391,7 @@ class DenseStore:
         """Record the embedder's identity on a collection that has none (call holding the
         writer lock); one recorded meanwhile by another process must match."""
         assert self.identity is not None
-        recorded, pending = recorded_identity(self._fresh_metadata(), where=self.where)
+        recorded, pending = recorded_identity(self.metadata(), where=self.where)
         if recorded is None and pending is None:
             self.set_metadata({EMBEDDER_KEY: self.identity.to_json()}, "record the embedder")
         else:
@@ -400,7 +403,7 @@ class DenseStore:
         re-embedded the collection with another model since it was opened here."""
         if self.reembed_pending or self.identity is None:
             return
-        meta = self._fresh_metadata()
+        meta = self.metadata()
         recorded, pending = recorded_identity(meta, where=self.where)
         check_identity(recorded, pending, self.identity, where=self.where)
         self.calls.call("open the re-embedded collection", lambda: self._follow(meta))

@@ -32,9 +32,10 @@ from typing import TYPE_CHECKING, Any
 
 from chromadb.errors import NotFoundError
 
-from ..errors import ModelLoadError, StoreError
+from ..errors import ModelLoadError
 from ..models.embeddings import RemyEmbeddingFunction, as_matrix
 from ..schema.records import EMBEDDER_KEY, EMBEDDER_PENDING_KEY, unpack
+from .chroma import ACTIVE_KEY
 
 if TYPE_CHECKING:
     from .dense import DenseStore
@@ -48,13 +49,10 @@ __all__ = [
     "clean_up",
     "reembed_all",
     "shadow_name",
-    "vectors_of",
 ]
 
 _log = logging.getLogger(__name__)
 
-#: Head metadata: the collection holding the vectors ("" or absent: the head itself).
-ACTIVE_KEY = "remy_vectors"
 #: Head metadata: a shadow collection being filled ("" when none).
 SHADOW_KEY = "remy_vectors_shadow"
 #: Head metadata: a collection swapped out, still to be dropped ("" when none).
@@ -147,21 +145,6 @@ def _copy(dense: DenseStore, shadow: Any, part: list[str]) -> None:
         )
 
     dense.calls.call("write re-embedded vectors", write)
-
-
-def vectors_of(client: Any, head: Any, name: str, *, where: str) -> Any:
-    """The collection holding the vectors of ``head`` (collection ``name``)."""
-    active = str((head.metadata or {}).get(ACTIVE_KEY) or name)
-    if active == head.name:
-        return head
-    try:
-        return client.get_collection(active, embedding_function=None)
-    except (NotFoundError, ValueError) as exc:
-        msg = (
-            f"{where} keeps its vectors in collection {active!r}, which is gone ({exc}); "
-            "restore it, or add the documents to a new collection"
-        )
-        raise StoreError(msg) from exc
 
 
 def clean_up(dense: DenseStore) -> bool:

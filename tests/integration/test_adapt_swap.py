@@ -171,7 +171,7 @@ def test_a_sigkill_during_the_reembed_leaves_one_model_searchable(
     _check_one_model(store, other_model if kill_after == "swapped" else BASE)
     # And the collection can be re-embedded again after either crash.
     done = _child("write", store.address, BASE if kill_after == "swapped" else other_model, "none")
-    out, err = done.communicate(timeout=600)
+    _, err = done.communicate(timeout=600)
     assert done.returncode == 0, err[-2000:]
     _check_one_model(store, BASE if kill_after == "swapped" else other_model)
 
@@ -186,7 +186,7 @@ def test_a_reader_in_another_process_never_sees_mixed_vectors(
         assert reader.stdout is not None
         first = reader.stdout.readline()  # the reader is up and answering
         writer = _child("write", store.address, other_model, "none")
-        out, err = writer.communicate(timeout=600)
+        _, err = writer.communicate(timeout=600)
         assert writer.returncode == 0, err[-2000:]
         stop.touch()
         rest, errors = reader.communicate(timeout=600)
