@@ -18,6 +18,7 @@ from typing import Any
 import chromadb
 import numpy as np
 import pytest
+from chromadb.api.shared_system_client import SharedSystemClient
 
 from remy_retriever import Document, Retriever
 from remy_retriever.stores.exact import exact_cosines
@@ -132,6 +133,9 @@ def _check_one_model(store: Store, expected: str) -> list[list[tuple[str, float]
     """Reopen (the record decides the model): it must be ``expected``, every stored
     vector must be that model's embedding of its chunk, searches must answer, and no
     shadow may be left but the one in use. Returns the exact top five of each query."""
+    # Open as a fresh process would: this one's embedded view predates the children's
+    # writes (Chroma keeps one per store path and process).
+    SharedSystemClient.clear_system_cache()
     with Retriever(**store.kwargs(), create=False) as r:
         dense = r._sync.dense
         embedder = r.embedder
