@@ -46,6 +46,7 @@ __all__ = [
     "local_path",
     "open_client",
     "paged",
+    "sole",
     "system_of",
     "vectors_of",
 ]
@@ -472,3 +473,11 @@ def vectors_of(client: Any, head: Any, name: str, *, where: str) -> Any:
             "restore it, or add the documents to a new collection"
         )
         raise StoreError(msg) from exc
+
+
+def sole(client: Any) -> bool:
+    """Is ``client`` the only client of its embedded system so far (created for it)?"""
+    try:
+        return SharedSystemClient._identifier_to_refcount.get(client._identifier) == 1
+    except Exception:
+        return False

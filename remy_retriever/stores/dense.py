@@ -24,7 +24,6 @@ from contextlib import nullcontext
 from typing import Any, TypeVar
 
 import numpy as np
-from chromadb.api.shared_system_client import SharedSystemClient
 from chromadb.errors import NotFoundError
 
 from ..errors import CollectionNotFoundError, InvalidInputError, StoreError
@@ -50,6 +49,7 @@ from .chroma import (
     check_hnsw,
     is_embedded,
     paged,
+    sole,
     system_of,
     vectors_of,
 )
@@ -128,6 +128,7 @@ class DenseStore:
         #: Set when the recorded model's identity is checked on first use (see above).
         self._check_on_use = False
         self._check_lock = threading.Lock()
+        self._local = threading.local()  # inside consistent()?
         embedder, reembed = prepared.embedder, prepared.reembed
         #: The collection named ``name`` (its metadata is the store's record), and the
         #: one holding the vectors: the same, or the one a re-embedding swapped in
@@ -145,9 +146,9 @@ class DenseStore:
         #: The store's writer lock (set by the owner). A read never reloads the view
         #: while another thread of this process writes through it.
         self.write_lock: Any = None
-        if self._embedded and self._system is not None and _created_for(self.client, self._system):
-            # A system created just now for this client has loaded nothing stale yet.
-            _SEEN.setdefault(self._system, {})[self.name] = self.generation()
+        system = self._system  # one created just now for this client has nothing stale:
+        if self._embedded and system is not None and system not in _SEEN and sole(self.client):
+            _SEEN.setdefault(system, {})[self.name] = self.generation()
 
     # -- freshness of embedded stores -----------------------------------------------
 
@@ -189,15 +190,26 @@ class DenseStore:
     def read(self, what: str, fn: Callable[[], T]) -> T:
         """Run a Chroma read; when it fails because this process's embedded view lags
         another process's writes (:data:`STALE_VIEW_ERRORS`), reload the view and retry
-        after each of :data:`STALE_READ_DELAYS`, then raise :class:`StoreError`. A read
-        whose collection was swapped out meanwhile (:mod:`.reembed`) is read again from
-        the new one."""
-        while True:
-            searched = self.collection
-            result = self._read_once(what, fn)
-            self.generation()  # afresh: checks the identity and follows a swap
-            if self.collection is searched:
-                return result
+        after each of :data:`STALE_READ_DELAYS`, then raise :class:`StoreError`. Checked
+        as in :meth:`consistent` (it runs again if its collection was swapped out)."""
+        return self.consistent(lambda: self._read_once(what, fn))
+
+    def consistent(self, fn: Callable[[], T]) -> T:
+        """Run ``fn`` (reads; nested ones are checked once, here), then re-read the
+        metadata: if the collection searched was swapped out meanwhile (:mod:`.reembed`),
+        ``fn`` may have read one being dropped: it runs again on the new one."""
+        if getattr(self._local, "reading", False):
+            return fn()
+        self._local.reading = True
+        try:
+            while True:
+                searched = self.collection
+                result = fn()
+                self.generation()  # afresh: checks the identity and follows a swap
+                if self.collection is searched:
+                    return result
+        finally:
+            self._local.reading = False
 
     def _read_once(self, what: str, fn: Callable[[], T]) -> T:
         began = time.monotonic()
@@ -586,13 +598,3 @@ class DenseStore:
             )
 
         return paged(read, page)
-
-
-def _created_for(client: Any, system: Any) -> bool:
-    """Was ``system`` created for ``client`` (the only client of it so far)?"""
-    if system in _SEEN:
-        return False
-    try:
-        return SharedSystemClient._identifier_to_refcount.get(client._identifier) == 1
-    except Exception:
-        return False
