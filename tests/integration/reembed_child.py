@@ -5,7 +5,8 @@ directory MODEL, a few chunks per step, printing ``batch N`` after each step; ``
 ``none`` (finish, print ``done``), or ``swap`` (print ``swapped`` once the swap is written
 and wait there, before the old vectors are dropped, to be killed).
 
-``read DB STOP``: search the store in a loop, reopening it whenever another process's
+``read DB STOP``: search the store in a loop (a semantic search, and the exact cosines of
+every chunk), reopening it whenever another process's
 re-embedding makes it refuse this model; print one JSON line per answer; after the file
 STOP appears, three more rounds, then exit.
 
@@ -26,6 +27,8 @@ from remy_retriever import ModelLoadError, Retriever, SentenceTransformerEmbedde
 from remy_retriever.stores import reembed
 
 QUERIES = ["how fast does the ice retreat", "bees dancing to show nectar", "lava from a vent"]
+#: The chunk ids of the test corpus (40 one-chunk documents).
+IDS = [f"d{i}#0" for i in range(40)]
 
 
 def store(where: str) -> dict[str, Any]:
@@ -76,12 +79,19 @@ def read(where: str, stop: Path) -> None:
         try:
             if r is None:
                 r = Retriever(**store(where), create=False)
+            dense = r._sync.dense
             for q in QUERIES:
                 hits = r.search(q, mode="semantic", k=5)
-                identity = r._sync.dense.identity
+                identity = dense.identity
                 assert identity is not None
                 answer = {"model": identity.name, "query": q}
                 print(json.dumps({**answer, "hits": [[h.id, h.score] for h in hits]}), flush=True)
+                # The exact scorer's path too (the fill of hybrid searches): every vector.
+                exact = dense.query(r.embedder.embed_query(q), 5, None, among=IDS)
+                identity = dense.identity
+                assert identity is not None
+                answer = {"model": identity.name, "query": q}
+                print(json.dumps({**answer, "hits": [list(p) for p in exact]}), flush=True)
         except ModelLoadError as exc:  # another process re-embedded: reopen with its model
             print(json.dumps({"reopen": str(exc)[:200]}), flush=True)
             if r is not None:
