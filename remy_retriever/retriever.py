@@ -50,6 +50,7 @@ from .stores.document_table import TABLE_SUFFIX, StoredDocument
 from .stores.identity import prepare_embedder
 from .stores.opening import LexicalChoice, check_location, open_stores
 from .stores.reachability import DOCTOR_SAMPLE, checked_sample
+from .stores.reembed import VECTORS_SUFFIX
 from .stores.sync import DoctorReport
 from .supermemory.responses import DocumentSearchResponse
 from .util.progress import show_progress
@@ -402,4 +403,4 @@ def list_collections(
     except Exception as exc:
         msg = f"cannot list the collections of the store {where}: {exc}"
         raise StoreError(msg) from exc
-    return [n for n in names if not n.endswith(TABLE_SUFFIX)]
+    return [n for n in names if not n.endswith((TABLE_SUFFIX, VECTORS_SUFFIX))]

@@ -8,10 +8,10 @@ that fit ``--budget`` (:mod:`~remy_retriever.models.adapt_train`), train and sav
 model directory (``--output``; default ``DB.adapted/COLLECTION-SEED-TIME`` beside the
 store), compare the held-out mean reciprocal rank of base and adapted model, and, when
 the adapted one wins by ``--margin``, re-embed through ``Retriever(..., reembed=True)``:
-under the writer lock, marked while it runs (so an interrupted run is refused on open
-instead of mixing two models' vectors), and recorded with the new model's identity (its
-path and probe fingerprint). When it does not win, the base model stays and the new
-directory is removed.
+under the writer lock, into a shadow collection that one metadata write then swaps in
+with the new model's identity (its path and probe fingerprint), so an interrupted run
+leaves the old vectors and model (:mod:`~remy_retriever.stores.reembed`). When it does not
+win, the base model stays and the new directory is removed.
 """
 
 from __future__ import annotations

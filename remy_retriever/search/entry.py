@@ -10,8 +10,8 @@ the call's keywords, then a passed ``SearchOptions``, then the collection's stor
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
 
 from ..models.rerankers import Reranker
 from ..schema.hits import SearchHit
@@ -28,6 +28,8 @@ from ..supermemory.responses import DocumentSearchResponse
 from .calibration import ScoredHit
 from .grouped import search_documents
 from .pipeline import SearchPipeline
+
+T = TypeVar("T")
 
 __all__ = ["Searches"]
 
@@ -75,12 +77,17 @@ class Searches:
     ) -> list[SearchHit]:
         text = validate_query(query)
         opts = self.resolve(options, keywords, what="search()")
-        return self.pipeline.run(text, opts, default_reranker=reranker)
+        return self._one_view(lambda: self.pipeline.run(text, opts, default_reranker=reranker))
+
+    def _one_view(self, fn: Callable[[], T]) -> T:
+        """One search's reads come from one collection of vectors, checked once at the end
+        (:meth:`~remy_retriever.stores.dense.DenseStore.consistent`)."""
+        return self.pipeline.sync.dense.consistent(fn)
 
     def rank(self, query: str, keywords: Mapping[str, Any]) -> list[tuple[str, float]]:
         text = validate_query(query)
         opts = self.resolve(None, keywords, what="rank()", allowed=RANK_OPTIONS)
-        return self.pipeline.rank(text, opts.replace(k=1))[0]
+        return self._one_view(lambda: self.pipeline.rank(text, opts.replace(k=1))[0])
 
     def calibrated(
         self, query: str, keywords: Mapping[str, Any], *, reranker: Reranker | None
@@ -93,7 +100,7 @@ class Searches:
         call.update(rerank_depth=k, explain=call["mode"] == "hybrid")
         call["candidates"] = max(check_int("candidates", call["candidates"]), k)
         opts = self.resolve(None, call, what="calibrated_search()")
-        return self.pipeline.scored(text, opts, default_reranker=reranker)
+        return self._one_view(lambda: self.pipeline.scored(text, opts, default_reranker=reranker))
 
     def documents(
         self,
@@ -111,8 +118,10 @@ class Searches:
             opts = opts.replace(rerank=False)
         text = validate_query(query)
         table = self.pipeline.sync.table
-        return search_documents(
-            self.pipeline, table, text, opts, grouping, default_reranker=reranker
+        return self._one_view(
+            lambda: search_documents(
+                self.pipeline, table, text, opts, grouping, default_reranker=reranker
+            )
         )
 
 

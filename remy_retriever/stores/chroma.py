@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 import chromadb
 import httpx
 from chromadb.api.shared_system_client import SharedSystemClient
+from chromadb.errors import NotFoundError
 
 from ..errors import (
     CollectionNotFoundError,
@@ -35,6 +36,7 @@ from ..util.retry import DEFAULT_RETRY, RetryPolicy
 from .chroma_lock import ChromaLock
 
 __all__ = [
+    "ACTIVE_KEY",
     "HNSW_KEYS",
     "ChromaCalls",
     "OpenedClient",
@@ -44,10 +46,16 @@ __all__ = [
     "local_path",
     "open_client",
     "paged",
+    "sole",
     "system_of",
+    "vectors_of",
 ]
 
 T = TypeVar("T")
+
+#: A collection's metadata key naming the collection that holds its vectors ("" or
+#: absent: the collection itself; a re-embedding swaps another in, :mod:`.reembed`).
+ACTIVE_KEY = "remy_vectors"
 
 #: HNSW settings a new collection accepts (Chroma's defaults: 100, 16, 100).
 HNSW_KEYS = ("ef_construction", "max_neighbors", "ef_search")
@@ -450,3 +458,26 @@ def system_of(client: Any) -> Any:
         return client._system
     except Exception:
         return None
+
+
+def vectors_of(client: Any, head: Any, name: str, *, where: str) -> Any:
+    """The collection holding the vectors of ``head`` (collection ``name``)."""
+    active = str((head.metadata or {}).get(ACTIVE_KEY) or name)
+    if active == head.name:
+        return head
+    try:
+        return client.get_collection(active, embedding_function=None)
+    except (NotFoundError, ValueError) as exc:
+        msg = (
+            f"{where} keeps its vectors in collection {active!r}, which is gone ({exc}); "
+            "restore it, or add the documents to a new collection"
+        )
+        raise StoreError(msg) from exc
+
+
+def sole(client: Any) -> bool:
+    """Is ``client`` the only client of its embedded system so far (created for it)?"""
+    try:
+        return SharedSystemClient._identifier_to_refcount.get(client._identifier) == 1
+    except Exception:
+        return False

@@ -24,14 +24,12 @@ from contextlib import nullcontext
 from typing import Any, TypeVar
 
 import numpy as np
-from chromadb.api.shared_system_client import SharedSystemClient
 from chromadb.errors import NotFoundError
 
-from ..errors import CollectionNotFoundError, InvalidInputError, ModelLoadError, StoreError
+from ..errors import CollectionNotFoundError, InvalidInputError, StoreError
 from ..models.embeddings import (
     Embedder,
     RemyEmbeddingFunction,
-    as_matrix,
     cosine_from_distance,
     embedder_from_config,
     resolve_embedder,
@@ -44,7 +42,17 @@ from ..schema.records import (
     pack,
     unpack,
 )
-from .chroma import HNSW_KEYS, ChromaCalls, check_hnsw, is_embedded, paged, system_of
+from .chroma import (
+    ACTIVE_KEY,
+    HNSW_KEYS,
+    ChromaCalls,
+    check_hnsw,
+    is_embedded,
+    paged,
+    sole,
+    system_of,
+    vectors_of,
+)
 from .exact import exact_cosines
 from .identity import (
     EmbedderIdentity,
@@ -87,8 +95,8 @@ class DenseStore:
 
     Opening checks the embedder (``prepared``, see :func:`.identity.prepare_embedder`)
     against the identity the collection records and refuses another model, unless
-    ``prepared.reembed``: the owner then calls :meth:`reembed_all` under the writer lock
-    (:attr:`reembed_pending`).
+    ``prepared.reembed``: the owner then calls :func:`.reembed.reembed_all` under the
+    writer lock (:attr:`reembed_pending`).
 
     Reopened without an embedder, a collection rebuilds the model it records, and that
     model is checked when it is first used (:attr:`embedder`), not on open: fingerprinting
@@ -120,7 +128,12 @@ class DenseStore:
         #: Set when the recorded model's identity is checked on first use (see above).
         self._check_on_use = False
         self._check_lock = threading.Lock()
+        self._local = threading.local()  # inside consistent()?
         embedder, reembed = prepared.embedder, prepared.reembed
+        #: The collection named ``name`` (its metadata is the store's record), and the
+        #: one holding the vectors: the same, or the one a re-embedding swapped in
+        #: (:mod:`.reembed`).
+        self.head: Any = None
         self.collection = calls.call(
             "open the collection", lambda: self._open(embedder, create, hnsw, reembed)
         )
@@ -133,9 +146,9 @@ class DenseStore:
         #: The store's writer lock (set by the owner). A read never reloads the view
         #: while another thread of this process writes through it.
         self.write_lock: Any = None
-        if self._embedded and self._system is not None and _created_for(self.client, self._system):
-            # A system created just now for this client has loaded nothing stale yet.
-            _SEEN.setdefault(self._system, {})[self.name] = self.generation()
+        system = self._system  # one created just now for this client has nothing stale:
+        if self._embedded and system is not None and system not in _SEEN and sole(self.client):
+            _SEEN.setdefault(system, {})[self.name] = self.generation()
 
     # -- freshness of embedded stores -----------------------------------------------
 
@@ -177,7 +190,28 @@ class DenseStore:
     def read(self, what: str, fn: Callable[[], T]) -> T:
         """Run a Chroma read; when it fails because this process's embedded view lags
         another process's writes (:data:`STALE_VIEW_ERRORS`), reload the view and retry
-        after each of :data:`STALE_READ_DELAYS`, then raise :class:`StoreError`."""
+        after each of :data:`STALE_READ_DELAYS`, then raise :class:`StoreError`. Checked
+        as in :meth:`consistent` (it runs again if its collection was swapped out)."""
+        return self.consistent(lambda: self._read_once(what, fn))
+
+    def consistent(self, fn: Callable[[], T]) -> T:
+        """Run ``fn`` (reads; nested ones are checked once, here), then re-read the
+        metadata: if the collection searched was swapped out meanwhile (:mod:`.reembed`),
+        ``fn`` may have read one being dropped: it runs again on the new one."""
+        if getattr(self._local, "reading", False):
+            return fn()
+        self._local.reading = True
+        try:
+            while True:
+                searched = self.collection
+                result = fn()
+                self.generation()  # afresh: checks the identity and follows a swap
+                if self.collection is searched:
+                    return result
+        finally:
+            self._local.reading = False
+
+    def _read_once(self, what: str, fn: Callable[[], T]) -> T:
         began = time.monotonic()
         delays = iter(STALE_READ_DELAYS)
         while True:
@@ -248,7 +282,8 @@ class DenseStore:
             )
             # Another process may have created it a moment before, with another model.
             self._check(created.metadata, reembed)
-            return created
+            self.head = created
+            return self._vectors(created)
         have = (existing.configuration_json or {}).get("hnsw") or {}
         differ = {k: (v, have.get(k)) for k, v in hnsw.items() if have.get(k) != v}
         if differ:
@@ -259,8 +294,10 @@ class DenseStore:
                 "or write to a new collection"
             )
             raise InvalidInputError(msg)
+        self.head = existing
+        vectors = self._vectors(existing)
         if embedder is None:
-            config = (existing.configuration_json or {}).get("embedding_function") or {}
+            config = (vectors.configuration_json or {}).get("embedding_function") or {}
             if config.get("name") != RemyEmbeddingFunction.name():
                 msg = (
                     f"collection {self.name!r} was not created by remy-retriever (its "
@@ -273,12 +310,25 @@ class DenseStore:
             check_not_pending(pending, where=self.where)
             if recorded is not None:  # checked when first used (see the class docstring)
                 self._check_on_use = True
-                existing._embedding_function = RemyEmbeddingFunction(embedder)
-                return existing
+                vectors._embedding_function = RemyEmbeddingFunction(embedder)
+                return vectors
         self._identify(embedder)
         self._check(existing.metadata, reembed)
-        existing._embedding_function = RemyEmbeddingFunction(embedder)
-        return existing
+        vectors._embedding_function = RemyEmbeddingFunction(embedder)
+        return vectors
+
+    def _vectors(self, head: Any) -> Any:
+        return vectors_of(self.client, head, self.name, where=self.where)
+
+    def _follow(self, meta: Mapping[str, Any]) -> None:
+        """Read from the collection ``meta`` names as holding the vectors: another
+        process may have swapped a re-embedded one in (call with its identity checked)."""
+        name = str(meta.get(ACTIVE_KEY) or self.name)
+        if name != self.collection.name:
+            head = self.client.get_collection(self.name, embedding_function=None)
+            vectors = self._vectors(head)
+            vectors._embedding_function = RemyEmbeddingFunction(self._embedder)
+            self.head, self.collection = head, vectors
 
     # -- the embedder's identity (see .identity) ----------------------------------------
 
@@ -295,7 +345,7 @@ class DenseStore:
             if not self._check_on_use:
                 return  # another thread checked it meanwhile
             identity = identify(self._embedder)
-            recorded, pending = recorded_identity(self._fresh_metadata(), where=self.where)
+            recorded, pending = recorded_identity(self.metadata(), where=self.where)
             check_identity(recorded, pending, identity, where=self.where)
             self.identity = identity
             self.unrecorded = recorded is None
@@ -321,12 +371,11 @@ class DenseStore:
         check_identity(recorded, pending, self.identity, where=self.where)
         self.unrecorded = recorded is None
 
-    def _fresh_metadata(self) -> dict[str, Any]:
-        def read() -> dict[str, Any]:
-            col = self.client.get_collection(self.name, embedding_function=None)
-            return dict(col.metadata or {})
-
-        meta = dict(self.calls.call("read the collection metadata", read))
+    def metadata(self) -> dict[str, Any]:
+        """The collection's metadata, read afresh."""
+        get = self.client.get_collection
+        head = self.calls.call("read the metadata", lambda: get(self.name, embedding_function=None))
+        meta = dict(head.metadata or {})
         self._metadata_read = (meta, time.monotonic())
         return dict(meta)
 
@@ -337,7 +386,7 @@ class DenseStore:
         cached = self._metadata_read
         if max_age > 0 and cached is not None and time.monotonic() - cached[1] <= max_age:
             return cached[0].get(key)
-        return self._fresh_metadata().get(key)
+        return self.metadata().get(key)
 
     def set_metadata(self, changes: Mapping[str, Any], what: str) -> None:
         """Change some collection metadata keys (call holding the writer lock: Chroma
@@ -345,7 +394,7 @@ class DenseStore:
 
         def write() -> None:
             col = self.client.get_collection(self.name, embedding_function=None)
-            self.collection.modify(metadata={**(col.metadata or {}), **changes})
+            self.head.modify(metadata={**(col.metadata or {}), **changes})
 
         self._metadata_read = None  # whatever happens, the next read goes to the store
         self.calls.call(what, write)
@@ -354,7 +403,7 @@ class DenseStore:
         """Record the embedder's identity on a collection that has none (call holding the
         writer lock); one recorded meanwhile by another process must match."""
         assert self.identity is not None
-        recorded, pending = recorded_identity(self._fresh_metadata(), where=self.where)
+        recorded, pending = recorded_identity(self.metadata(), where=self.where)
         if recorded is None and pending is None:
             self.set_metadata({EMBEDDER_KEY: self.identity.to_json()}, "record the embedder")
         else:
@@ -366,52 +415,10 @@ class DenseStore:
         re-embedded the collection with another model since it was opened here."""
         if self.reembed_pending or self.identity is None:
             return
-        recorded, pending = recorded_identity(self._fresh_metadata(), where=self.where)
+        meta = self.metadata()
+        recorded, pending = recorded_identity(meta, where=self.where)
         check_identity(recorded, pending, self.identity, where=self.where)
-
-    def _write_vectors(self, ids: list[str], vectors: np.ndarray) -> None:
-        self.calls.call(
-            "write re-embedded vectors", lambda: self.collection.update(ids=ids, embeddings=vectors)
-        )
-
-    def reembed_all(self, *, batch: int = 256) -> int:
-        """Re-embed every chunk with :attr:`embedder` and record its identity (call
-        holding the writer lock). The collection is marked first, so that an interrupted
-        run is refused on open instead of leaving two models' vectors mixed. Returns the
-        chunks re-embedded."""
-        assert self.identity is not None
-        target = self.identity.to_json()
-        self.set_metadata({EMBEDDER_PENDING_KEY: target}, "mark the re-embedding")
-        ids = [
-            cid for page in self.iter_all(documents=False, metadatas=False) for cid, _, _ in page
-        ]
-        for lo in range(0, len(ids), batch):
-            part = ids[lo : lo + batch]
-            texts = {cid: text for cid, text, _ in self.get(ids=part, metadatas=False)}
-            part = [cid for cid in part if cid in texts]
-            if not part:
-                continue
-            try:
-                raw = self.embedder.embed_documents([texts[c] for c in part])
-            except Exception as exc:
-                msg = (
-                    f"the embedder {self.identity.name!r} failed while re-embedding "
-                    f"{self.where} ({type(exc).__name__}: {exc}); the collection stays "
-                    "marked as being re-embedded: fix the embedder and open it again with "
-                    "reembed=True"
-                )
-                raise ModelLoadError(msg) from exc
-            vectors = as_matrix(raw, len(part))
-            self._write_vectors(part, vectors)
-        ef = RemyEmbeddingFunction(self.embedder, replacing=True)
-        self.calls.call(
-            "record the embedder",
-            lambda: self.collection.modify(configuration={"embedding_function": ef}),
-        )
-        done = {EMBEDDER_KEY: target, EMBEDDER_PENDING_KEY: ""}
-        self.set_metadata(done, "record the embedder")
-        self.reembed_pending = self.unrecorded = False
-        return len(ids)
+        self.calls.call("open the re-embedded collection", lambda: self._follow(meta))
 
     @property
     def max_batch(self) -> int:
@@ -444,16 +451,19 @@ class DenseStore:
         would be compared with another model's): every search reads the generation, and
         this checks the identity record beside it when that record changed."""
         raw = (meta.get(EMBEDDER_KEY), meta.get(EMBEDDER_PENDING_KEY))
-        if self.identity is None or self.reembed_pending or raw == self._identity_seen:
-            return
-        recorded, pending = recorded_identity(meta, where=self.where)
-        if recorded is not None or pending is not None:
-            check_identity(recorded, pending, self.identity, where=self.where)
-        self._identity_seen = raw
+        if not (self.identity is None or self.reembed_pending or raw == self._identity_seen):
+            recorded, pending = recorded_identity(meta, where=self.where)
+            if recorded is not None or pending is not None:
+                check_identity(recorded, pending, self.identity, where=self.where)
+            self._identity_seen = raw
+        self._follow(meta)
 
-    def bump_generation(self) -> str:
+    def bump_generation(self, changes: Mapping[str, Any] | None = None) -> str:
+        """Stamp a new generation (with ``changes`` to the metadata, in the same write)."""
         token = uuid.uuid4().hex
-        self.set_metadata({GENERATION_KEY: token}, "update the collection generation")
+        self.set_metadata(
+            {**(changes or {}), GENERATION_KEY: token}, "update the collection generation"
+        )
         self._generation_read = (token, time.monotonic())
         if self._system is not None:  # our own write: our view reflects it
             _SEEN.setdefault(self._system, {})[self.name] = token
@@ -588,13 +598,3 @@ class DenseStore:
             )
 
         return paged(read, page)
-
-
-def _created_for(client: Any, system: Any) -> bool:
-    """Was ``system`` created for ``client`` (the only client of it so far)?"""
-    if system in _SEEN:
-        return False
-    try:
-        return SharedSystemClient._identifier_to_refcount.get(client._identifier) == 1
-    except Exception:
-        return False

@@ -16,9 +16,11 @@ ones (probe cosine about 0.99) but not the same, so a collection embedded with i
 weights refuses an fp32 embedder and the other way round, whatever the cosine.
 
 Changing a collection's embedder means re-embedding every chunk
-(``Retriever(..., embedder=new, reembed=True)``); while that runs the collection records
-the identity it is moving to (:data:`~remy_retriever.schema.records.EMBEDDER_PENDING_KEY`), so an
-interrupted re-embedding is refused on open instead of mixing two models' vectors.
+(``Retriever(..., embedder=new, reembed=True)``), into a shadow collection swapped in with
+the new identity in one write (:mod:`.reembed`). Earlier versions re-embedded in place,
+recording the identity they were moving to
+(:data:`~remy_retriever.schema.records.EMBEDDER_PENDING_KEY`); a store such a run left half
+done is refused on open instead of mixing two models' vectors.
 """
 
 from __future__ import annotations

@@ -23,6 +23,7 @@ from .dense import DenseStore
 from .document_table import TABLE_SUFFIX, DocumentTable
 from .identity import PreparedEmbedder
 from .locking import LOCK_FILE, WriterLock
+from .reembed import VECTORS_SUFFIX
 from .sync import StoreSync
 from .tantivy_schema import check_bm25_statistics
 
@@ -47,12 +48,13 @@ def check_location(
             "[a-zA-Z0-9._-], starting and ending with a letter or digit (e.g. 'docs')"
         )
         raise InvalidInputError(msg)
-    if collection.endswith(TABLE_SUFFIX):
-        msg = (
-            f"collection name {collection!r} ends in {TABLE_SUFFIX!r}, which is reserved "
-            "for remy's document tables; pick a name without that ending"
-        )
-        raise InvalidInputError(msg)
+    for suffix, what in ((TABLE_SUFFIX, "document tables"), (VECTORS_SUFFIX, "re-embeddings")):
+        if collection.endswith(suffix):
+            msg = (
+                f"collection name {collection!r} ends in {suffix!r}, which is reserved "
+                f"for remy's {what}; pick a name without that ending"
+            )
+            raise InvalidInputError(msg)
     if lexical_path is not None:
         return local_path(lexical_path, "lexical_path")
     if client is None and len(collection) > 255:  # the lexical index's directory name
@@ -117,7 +119,7 @@ def open_stores(
         if client is None and opened.store_dir is not None:
             lexical_path = opened.store_dir / "remy_lexical" / collection
         else:
-            lexical_path = lexical_cache_dir() / str(dense.collection.id)
+            lexical_path = lexical_cache_dir() / str(dense.head.id)
     # One writer at a time per embedded store (all its collections), else per lexical
     # index; across threads and processes. Held only while writing.
     lock_dir = opened.store_dir if opened.store_dir is not None else lexical_path

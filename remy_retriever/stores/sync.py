@@ -54,6 +54,7 @@ from .reachability import (
     repair_reachability,
 )
 from .record_journal import PendingRecord, RecordJournal
+from .reembed import RETIRED_KEY, SHADOW_KEY, clean_up, reembed_all
 
 __all__ = ["SYNC_MARGIN_MS", "DoctorReport", "StoreSync", "SyncState"]
 
@@ -228,21 +229,33 @@ class StoreSync:
         self._save(replace(state, generation=generation, dirty=False))
 
     def settle_identity(self) -> None:
-        """After opening: re-embed when the open asked to (``reembed=True``), else record
-        the embedder's identity on a collection made before identities were recorded
-        (skipped while someone writes; a later open records it)."""
+        """After opening: re-embed when the open asked to (``reembed=True``, into a shadow
+        collection swapped in at the end: :mod:`.reembed`); else drop what an interrupted
+        re-embedding left, and record the embedder's identity on a collection made before
+        identities were recorded (both skipped while someone writes; a later open does
+        them)."""
         if self.dense.reembed_pending:
-            with self.writing(), self.change():
-                self.dense.reembed_all()
-        elif self.dense.unrecorded:
-            try:
-                if self.write_lock.acquire(blocking=False):
-                    try:
+            with self.writing():
+                before = self.dense.generation()
+                reembed_all(self.dense)  # its swap stamps a new generation
+                state = self.state
+                if state.generation == before and not state.dirty:  # the texts are the same
+                    self._save(replace(state, generation=self.dense.generation()))
+            return
+        meta = self.dense.metadata()
+        leftovers = bool(meta.get(SHADOW_KEY) or meta.get(RETIRED_KEY))
+        if not (self.dense.unrecorded or leftovers):
+            return
+        try:
+            if self.write_lock.acquire(blocking=False):
+                try:
+                    clean_up(self.dense)
+                    if self.dense.unrecorded:
                         self.dense.record_identity()
-                    finally:
-                        self.write_lock.release()
-            except StoreError as exc:  # e.g. a read-only store: opening it still works
-                _log.warning("cannot record the embedder of %s: %s", self.dense.where, exc)
+                finally:
+                    self.write_lock.release()
+        except StoreError as exc:  # e.g. a read-only store: opening it still works
+            _log.warning("cannot settle the embedder of %s: %s", self.dense.where, exc)
 
     def repair_if_interrupted(self) -> None:
         """Call holding the write lock, before writing. Reloads this process's view of an

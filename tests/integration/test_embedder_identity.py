@@ -31,6 +31,7 @@ from remy_retriever import (
     StoreError,
 )
 from remy_retriever.models.embeddings import RemyEmbeddingFunction
+from remy_retriever.retriever import list_collections
 from remy_retriever.stores.dense import GENERATION_MAX_AGE
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "reliability"))
@@ -227,16 +228,42 @@ def test_reembed_replaces_every_vector_and_the_record(tmp_path: Path, embedder: 
         assert r.search("homebrew on a mac", mode="semantic", k=1)[0].id.startswith("mac")
 
 
-def test_an_interrupted_reembed_is_refused_until_finished(tmp_path: Path) -> None:
+def test_a_failed_reembed_keeps_the_old_model_and_vectors(tmp_path: Path) -> None:
     with Retriever(tmp_path / "db", embedder=TokenHashEmbedder()) as r:
         r.add(DOCS)
-    with pytest.raises(ModelLoadError, match="failed while re-embedding.*reembed=True"):
+        before = _vectors(r)
+    with pytest.raises(ModelLoadError, match="failed while re-embedding.*keeps its old vectors"):
         Retriever(tmp_path / "db", embedder=FailingEmbedder(), reembed=True)
+    client = chromadb.PersistentClient(path=str(tmp_path / "db"))
+    shadows = [c.name for c in client.list_collections() if c.name.endswith("-remyvectors")]
+    assert len(shadows) == 1  # the failed run's shadow, until the next open drops it
+    with pytest.raises(ModelLoadError, match="was embedded with 'test/token-hash'"):
+        Retriever(tmp_path / "db", embedder=SaltedHashEmbedder())
+    with Retriever(tmp_path / "db", embedder=TokenHashEmbedder()) as r:
+        assert list_collections(tmp_path / "db") == ["docs"]
+        after = _vectors(r)
+        assert after.keys() == before.keys()
+        assert all(np.array_equal(after[c], before[c]) for c in before)
+        assert r.search("invoices refunds", mode="semantic", k=1)[0].id.startswith("billing")
+    assert not [c for c in client.list_collections() if c.name.endswith("-remyvectors")]
+    Retriever(tmp_path / "db", embedder=SaltedHashEmbedder(), reembed=True).close()
+    with Retriever(tmp_path / "db", embedder=SaltedHashEmbedder()) as r:
+        assert r.search("invoices refunds", mode="semantic", k=1)[0].id.startswith("billing")
+        assert r.doctor().ok
+
+
+def test_a_store_an_in_place_reembed_left_mixed_is_refused_until_reembedded(
+    tmp_path: Path,
+) -> None:
+    with Retriever(tmp_path / "db", embedder=TokenHashEmbedder()) as r:
+        r.add(DOCS)
+        # What an interrupted in-place re-embedding of an earlier version left.
+        pending = r._sync.dense.identity
+        assert pending is not None
+        r._sync.dense.set_metadata({"remy_embedder_pending": pending.to_json()}, "mark")
     for embedder in (TokenHashEmbedder(), SaltedHashEmbedder()):
         with pytest.raises(ModelLoadError, match="was interrupted.*reembed=True"):
             Retriever(tmp_path / "db", embedder=embedder)
-    with pytest.raises(ModelLoadError, match="TokenHashEmbedder.*embedder="):
-        Retriever(tmp_path / "db")
     Retriever(tmp_path / "db", embedder=SaltedHashEmbedder(), reembed=True).close()
     with Retriever(tmp_path / "db", embedder=SaltedHashEmbedder()) as r:
         assert r.search("invoices refunds", mode="semantic", k=1)[0].id.startswith("billing")

@@ -254,6 +254,12 @@ def test_names_ending_in_the_table_suffix_are_reserved(tmp_path: Path, first: st
             assert r.get_documents(["a"])["a"].document.text == "hello brave new world"
 
 
+def test_names_ending_in_the_reembedding_suffix_are_reserved(tmp_path: Path) -> None:
+    with pytest.raises(InvalidInputError, match="reserved for remy's re-embeddings"):
+        _open(tmp_path / "s", collection="docs-0123abcd-remyvectors")
+    assert not (tmp_path / "s").exists()
+
+
 def test_long_collection_names_get_their_own_document_tables(tmp_path: Path) -> None:
     # Both names share their first 503 characters: before, both used one table.
     left, right = "a" * 505 + "x", "a" * 505 + "y"
