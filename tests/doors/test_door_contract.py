@@ -59,6 +59,20 @@ def ranked_wire(hits: list[dict[str, Any]]) -> Ranked:
     return [(h["id"], round(float(h["score"]), 6)) for h in hits]
 
 
+def adapter_rankings(retriever: Retriever, query: str) -> dict[str, Ranked]:
+    """The top ``K`` of ``query`` through the LangChain and the LlamaIndex retriever."""
+    return {
+        "LangChain": [
+            (d.id or "", round(d.metadata["score"], 6))
+            for d in LangChainRetriever(retriever, k=K).invoke(query)
+        ],
+        "LlamaIndex": [
+            (n.node.node_id, round(float(n.score or 0.0), 6))
+            for n in LlamaIndexRetriever(retriever, similarity_top_k=K).retrieve(query)
+        ],
+    }
+
+
 def grouped(response: dict[str, Any]) -> list[tuple[str, float, list[tuple[int, float]]]]:
     """A document search's documents in order, each with its score and its listed
     chunks (position, score): the chunks retrieved depend on the fused ranking."""
@@ -151,14 +165,7 @@ def test_every_door_ranks_alike_and_follows_the_stored_config(
         "Retriever.search (keywords)": ranked(retriever.search(QUERY, k=K)),
         "Retriever.search (SearchOptions)": ranked(retriever.search(QUERY, SearchOptions(k=K))),
         "remy search --json": ranked_wire(cli(path, "--k", str(K), "--json")),
-        "LangChain": [
-            (d.id or "", round(d.metadata["score"], 6))
-            for d in LangChainRetriever(retriever, k=K).invoke(QUERY)
-        ],
-        "LlamaIndex": [
-            (n.node.node_id, round(float(n.score or 0.0), 6))
-            for n in LlamaIndexRetriever(retriever, similarity_top_k=K).retrieve(QUERY)
-        ],
+        **adapter_rankings(retriever, QUERY),
     }
     document_doors: dict[str, Any] = {
         "Retriever.search_documents": grouped_local(retriever.search_documents(QUERY, limit=LIMIT)),
@@ -216,14 +223,7 @@ def test_a_german_store_ranks_alike_through_every_door(tmp_path: Path) -> None:
             "remy search --json": ranked_wire(
                 cli(path, "--k", str(K), "--json", query=GERMAN_QUERY, collection="german")
             ),
-            "LangChain": [
-                (d.id or "", round(d.metadata["score"], 6))
-                for d in LangChainRetriever(retriever, k=K).invoke(GERMAN_QUERY)
-            ],
-            "LlamaIndex": [
-                (n.node.node_id, round(float(n.score or 0.0), 6))
-                for n in LlamaIndexRetriever(retriever, similarity_top_k=K).retrieve(GERMAN_QUERY)
-            ],
+            **adapter_rankings(retriever, GERMAN_QUERY),
             "MCP search": ranked_wire(mcp_calls(path, GERMAN_QUERY, "german")[0]["hits"]),
         }
         server = RemyServer(
