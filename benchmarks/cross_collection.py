@@ -32,11 +32,9 @@ from remy_retriever.schema.options import (
     DEFAULT_FILL,
     DEFAULT_FUSION,
     DEFAULT_NORMALIZATION,
-    FILLS,
-    NORMALIZATIONS,
 )
 from remy_retriever.search import fusion
-from remy_retriever.search.tuning import _FILLED, DEPTH
+from remy_retriever.search.tuning import _FILLED, DEPTH, convex_grid
 
 COLLECTIONS = ("scifact", "cisi", "cranfield", "medline", "lisa")
 #: How far below its own best candidate a collection the choice is fitted on may be.
@@ -98,17 +96,7 @@ def candidates() -> Iterator[dict[str, Any]]:
     yield dict(TODAY)
     yield {"fusion": "semantic"}
     yield {"fusion": "lexical"}
-    for normalization in NORMALIZATIONS:
-        for fill in FILLS:
-            for adaptive in (False, True):
-                for alpha in ALPHAS:
-                    yield {
-                        "fusion": "convex",
-                        "alpha": alpha,
-                        "normalization": normalization,
-                        "fill": fill,
-                        "adaptive": adaptive,
-                    }
+    yield from convex_grid(ALPHAS)
     for k in (10.0, 20.0, 40.0, 60.0, 100.0):
         for w in (0.5, 0.7, 1.0, 1.4, 2.0):
             yield {"fusion": "rrf", "rrf_k": k, "w_sem": w}

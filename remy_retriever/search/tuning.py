@@ -54,6 +54,7 @@ __all__ = [
     "TuneReport",
     "collect",
     "collect_pseudo",
+    "convex_grid",
     "defaults",
     "fit",
     "fit_synthetic",
@@ -123,10 +124,18 @@ def defaults() -> dict[str, Any]:
 def grid() -> Iterator[dict[str, Any]]:
     """The option sets :func:`fit` tries, the defaults first."""
     yield defaults()
+    yield from convex_grid(ALPHAS)
+    for k in (20.0, 60.0):
+        yield {"fusion": "rrf", "rrf_k": k}
+
+
+def convex_grid(alphas: Iterable[float]) -> Iterator[dict[str, Any]]:
+    """Convex fusion at each of ``alphas`` for every normalisation x fill, fixed and
+    peak-adaptive."""
     for normalization in NORMALIZATIONS:
         for fill in FILLS:
             for adaptive in (False, True):
-                for alpha in ALPHAS:
+                for alpha in alphas:
                     yield {
                         "fusion": "convex",
                         "alpha": alpha,
@@ -134,8 +143,6 @@ def grid() -> Iterator[dict[str, Any]]:
                         "fill": fill,
                         "adaptive": adaptive,
                     }
-    for k in (20.0, 60.0):
-        yield {"fusion": "rrf", "rrf_k": k}
 
 
 def collect(

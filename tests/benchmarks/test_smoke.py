@@ -14,18 +14,13 @@ from typing import Any
 
 import pytest
 
+from benchmarks import load_loop
+
 ROOT = Path(__file__).resolve().parents[2]
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
-TOPICS = [
-    "solar panels convert sunlight into electricity",
-    "protein folding determines enzyme structure",
-    "river floods damage farmland and houses",
-    "stock markets react to interest rates",
-    "neural networks learn by gradient descent",
-    "the roman empire built roads and aqueducts",
-]
+TOPICS = load_loop.TOPICS[:6]
 
 
 @pytest.fixture(scope="module")
