@@ -312,9 +312,30 @@ def view_analysers(results: Path) -> str:
     )
 
 
+def view_analyser_identity(results: Path) -> str:
+    """README "Text in other languages": how many of the English ``remy eval`` numbers
+    are the same to 4 decimals before and after analysers, from
+    ``benchmarks/results/analyser-identity.json``."""
+    data = _load(results, "analyser-identity")
+    result = data["result"]
+    rows = result["rows"]
+    datasets = list(dict.fromkeys(r["dataset"] for r in rows))
+    modes = list(dict.fromkeys(r["mode"] for r in rows))
+    largest = max(r["difference"] for r in rows)
+    return (
+        f"English stores score as they did before analysers: `remy eval` on "
+        f"{', '.join(datasets)}, modes {', '.join(modes)}, gives {result['identical']} of "
+        f"{result['numbers']} nDCG@10 and R@100 numbers identical to 4 decimals between the "
+        f"engine before analysers (`{result['trees']['base']['commit'][:7]}`) and with them "
+        f"(largest difference {largest:.1e}; each side builds its own index: "
+        f"`benchmarks/results/analyser-identity.md`).\n"
+    )
+
+
 VIEWS: dict[str, Callable[[Path], str]] = {
     "suites": view_suites,
     "analysers": view_analysers,
+    "analyser-identity": view_analyser_identity,
     "targets": targets.view_targets,
     "quality": view_quality,
     "fusion": view_fusion,

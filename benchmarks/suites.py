@@ -301,8 +301,22 @@ SUITES: tuple[Suite, ...] = (
     Suite(
         "analysers",
         "lexical nDCG@10 of each language's analyser against english on a judged "
-        "collection per language, and each analyser's cost per indexed MB and per query",
-        (_s("analysers", "", "--rounds 1", "analysers.json"),),
+        "collection per language, and each analyser's cost per indexed MB and per query; "
+        "`remy eval` on the five shared collections before analysers (`--base`, a tree at "
+        "51f7e5a^) and now, to 4 decimals",
+        (
+            _s("analysers", "", "--rounds 1", "analysers.json"),
+            _s(
+                "analyser_identity",
+                "--base {base} "
+                + " ".join(
+                    f"--dataset {{beir}}/{name}"
+                    for name in ("scifact", "cisi", "cranfield", "medline", "lisa")
+                ),
+                "--dataset {beir} --mode lexical --mode hybrid --name analyser-identity-quick",
+                "analyser-identity-quick.json",
+            ),
+        ),
     ),
     Suite(
         "soak",
