@@ -7,7 +7,7 @@ Placeholders in the arguments, filled in by :mod:`benchmarks.__main__`:
   ``--quick``, a small BEIR folder written by :func:`write_quick_beir`;
 * ``{cache}``: the benchmarks' cache (``benchmarks/.cache`` or the scratch's);
 * ``{out}``: the quick run's results folder;
-* ``{base}``: the source tree ``ab`` compares with (``--base``).
+* ``{base}``: the source tree ``ab`` and ``analyser_identity`` compare with (``--base``).
 
 Every script writes to ``common.RESULTS_DIR`` unless told otherwise: the runs of record
 (``benchmarks/results``), or the scratch folder ``--quick`` points it at.
@@ -311,7 +311,7 @@ SUITES: tuple[Suite, ...] = (
                 "--base {base} "
                 + " ".join(
                     f"--dataset {{beir}}/{name}"
-                    for name in ("scifact", "cisi", "cranfield", "medline", "lisa")
+                    for name in ("medline", "cranfield", "cisi", "lisa", "scifact")
                 ),
                 "--dataset {beir} --mode lexical --mode hybrid --name analyser-identity-quick",
                 "analyser-identity-quick.json",
