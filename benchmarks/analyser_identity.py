@@ -86,10 +86,43 @@ def _copy_base_store(cache: Path, dataset: Path) -> None:
     shutil.rmtree(target / "remy_lexical")
 
 
+def _records(store: Path) -> dict[str, tuple[str, bytes]]:
+    """Every chunk of a ``remy eval`` store: id -> (text, vector bytes)."""
+    import chromadb
+    import numpy as np
+
+    collection = chromadb.PersistentClient(path=str(store)).get_collection("beir")
+    out: dict[str, tuple[str, bytes]] = {}
+    offset = 0
+    while True:
+        got = collection.get(include=["embeddings", "documents"], limit=2000, offset=offset)
+        if not got["ids"]:
+            return out
+        vectors = got["embeddings"] if got["embeddings"] is not None else []
+        for cid, vector, text in zip(got["ids"], vectors, got["documents"] or []):
+            out[cid] = (text or "", np.asarray(vector, dtype=np.float32).tobytes())
+        offset += len(got["ids"])
+
+
+def _same_chunks(cache: Path, dataset: Path) -> dict[str, Any]:
+    """Whether base's and this tree's own stores hold the same chunks (ids and texts)
+    and bit-identical vectors."""
+    stores = [sorted((cache / side).glob(f"{dataset.name}-*"))[0] for side in SIDES]
+    base, this = (_records(store) for store in stores)
+    both = base.keys() & this.keys()
+    return {
+        "chunks": [len(base), len(this)],
+        "same_ids": base.keys() == this.keys(),
+        "same_texts": sum(base[c][0] == this[c][0] for c in both),
+        "same_vectors": sum(base[c][1] == this[c][1] for c in both),
+    }
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
     trees = {"base": args.base.resolve(), "this": common.ROOT}
     rows: list[dict[str, Any]] = []
     chunks: dict[str, dict[str, int]] = {}
+    stores: dict[str, dict[str, Any]] = {}
     for dataset in args.dataset:
         reports: dict[str, Any] = {}
         for key, side, folder in RUNS:
@@ -99,6 +132,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 trees[side], dataset, args.cache / folder, args.mode, args.embedder_backend
             )
         chunks[dataset.name] = {k: int(r["chunks_embedded"]) for k, r in reports.items()}
+        stores[dataset.name] = _same_chunks(args.cache, dataset)
         for mode in args.mode:
             for measure in MEASURES:
                 row: dict[str, Any] = {"dataset": dataset.name, "mode": mode, "measure": measure}
@@ -111,6 +145,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "trees": {side: {"path": str(t), "commit": _commit(t)} for side, t in trees.items()},
         "embedder_backend": args.embedder_backend,
         "chunks_embedded_this_run": chunks,
+        "own_stores": stores,
         "rows": rows,
         "numbers": len(rows),
         "same_own_builds": sum(r["same_own_builds"] for r in rows),
@@ -162,11 +197,24 @@ def markdown(data: dict[str, Any]) -> str:
         ),
     )
     n = result["numbers"]
+    stores = result["own_stores"]
+    chunks = sum(s["chunks"][0] for s in stores.values())
+    same = all(
+        s["same_ids"] and s["same_texts"] == s["same_vectors"] == s["chunks"][0] == s["chunks"][1]
+        for s in stores.values()
+    )
+    built = (
+        f"The two trees' own stores hold the same {chunks:,} chunks (ids and texts) with "
+        "bit-identical vectors. "
+        if same
+        else f"The two trees' own stores differ in chunks or vectors: {stores}. "
+    )
     return (
         common.header_md("English scores before and after per-collection analysers", data)
         + f"\nBefore: the tree at `{trees['base']['commit'][:12]}`; now: this tree at "
         f"`{trees['this']['commit'][:12]}` (embedder backend {result['embedder_backend']}). "
-        f"Same to 4 decimals: {result['same_own_builds']} of {n} numbers when each tree "
+        + built
+        + f"Same to 4 decimals: {result['same_own_builds']} of {n} numbers when each tree "
         f"builds its own store ({result['same_lexical']} of {result['lexical_numbers']} "
         f"lexical), {result['same_one_store']} of {n} when this tree searches a copy of "
         f"before's store (its own lexical index, the same vectors and HNSW graph), and "
