@@ -110,7 +110,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     r.add_argument("suite", nargs="*", help=", ".join(s.name for s in suites.SUITES))
     r.add_argument("--quick", action="store_true", help="small data, into a scratch folder")
     r.add_argument("--scratch", type=Path, default=None, help="--quick's folder (default: temp)")
-    r.add_argument("--base", default=None, help="the source tree `ab` compares with")
+    r.add_argument(
+        "--base", default=None, help="the source tree `ab` and `analyser_identity` compare with"
+    )
     args = p.parse_args(argv)
     if args.command == "list":
         for suite in suites.SUITES:

@@ -327,9 +327,32 @@ def view_analysers(results: Path) -> str:
     )
 
 
+def view_analyser_identity(results: Path) -> str:
+    """README "Text in other languages": the English ``remy eval`` numbers before and
+    after analysers, from ``benchmarks/results/analyser-identity.json``."""
+    data = _load(results, "analyser-identity")
+    result = data["result"]
+    rows = result["rows"]
+    datasets = list(dict.fromkeys(r["dataset"] for r in rows))
+    moved = [r for r in rows if not r["same_own_builds"]]
+    also_rebuilt = sum(not r["same_rebuilt"] for r in moved)
+    return (
+        f"English stores score as before analysers: `remy eval` on {', '.join(datasets)} "
+        f"with the engine before them (`{result['trees']['base']['commit'][:7]}`) and with "
+        f"them gives the same nDCG@10 and R@100 to 4 decimals for "
+        f"{result['same_lexical']} of {result['lexical_numbers']} lexical numbers, and for "
+        f"{result['same_one_store']} of {result['numbers']} in every mode when both search "
+        f"one store. With a store of its own each, {len(moved)} semantic and hybrid numbers "
+        f"move, {also_rebuilt} of them as between two builds of the same tree (Chroma's "
+        f"HNSW graph is built by several threads): `benchmarks/results/analyser-identity.md`."
+        "\n"
+    )
+
+
 VIEWS: dict[str, Callable[[Path], str]] = {
     "suites": view_suites,
     "analysers": view_analysers,
+    "analyser-identity": view_analyser_identity,
     "targets": targets.view_targets,
     "quality": view_quality,
     "fusion": view_fusion,

@@ -7,7 +7,7 @@ Placeholders in the arguments, filled in by :mod:`benchmarks.__main__`:
   ``--quick``, a small BEIR folder written by :func:`write_quick_beir`;
 * ``{cache}``: the benchmarks' cache (``benchmarks/.cache`` or the scratch's);
 * ``{out}``: the quick run's results folder;
-* ``{base}``: the source tree ``ab`` compares with (``--base``).
+* ``{base}``: the source tree ``ab`` and ``analyser_identity`` compare with (``--base``).
 
 Every script writes to ``common.RESULTS_DIR`` unless told otherwise: the runs of record
 (``benchmarks/results``), or the scratch folder ``--quick`` points it at.
@@ -301,8 +301,22 @@ SUITES: tuple[Suite, ...] = (
     Suite(
         "analysers",
         "lexical nDCG@10 of each language's analyser against english on a judged "
-        "collection per language, and each analyser's cost per indexed MB and per query",
-        (_s("analysers", "", "--rounds 1", "analysers.json"),),
+        "collection per language, and each analyser's cost per indexed MB and per query; "
+        "`remy eval` on the five shared collections before analysers (`--base`, a tree at "
+        "51f7e5a^) and now, to 4 decimals",
+        (
+            _s("analysers", "", "--rounds 1", "analysers.json"),
+            _s(
+                "analyser_identity",
+                "--base {base} "
+                + " ".join(
+                    f"--dataset {{beir}}/{name}"
+                    for name in ("medline", "cranfield", "cisi", "lisa", "scifact")
+                ),
+                "--dataset {beir} --mode lexical --mode hybrid --name analyser-identity-quick",
+                "analyser-identity-quick.json",
+            ),
+        ),
     ),
     Suite(
         "soak",

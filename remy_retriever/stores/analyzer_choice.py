@@ -10,8 +10,13 @@ lexical index is rebuilt from Chroma with it.
 
 The lexical index is derived data, and another client's index (a Chroma server's clients
 each keep one) may have been built with another analyser: a small sidecar in its
-directory (:data:`BUILT_WITH_FILE`) names the analyser that built it, and an index built
-with another one than the record says is rebuilt on open.
+directory (:data:`BUILT_WITH_FILE`) names the analyser that built it and that analyser's
+:attr:`~remy_retriever.text.analyzers.Analyzer.version`, and an index built with another
+analyser than the record says, or with another version of it, is rebuilt on open. So an
+index whose terms an older remy-retriever made (a Hindi index that cut words at their
+vowel signs) is re-analysed once, by the first open with the new version. A sidecar
+without a version is version 1; no sidecar at all is English version 1, which English
+still is: a store from before analysers existed opens with no rebuild and no write.
 """
 
 from __future__ import annotations
@@ -78,23 +83,34 @@ def settle_analyzer(
     sync.lexical.analyzer = analyzer
     sidecar = lexical_path / BUILT_WITH_FILE
     built = _built_with(sidecar)
-    if reanalyze or built != name:
+    if reanalyze or built != (name, analyzer.version):
         with sync.write_lock:
             sync.repair_if_interrupted()  # an interrupted write is made whole first
             if sync.dense.count() > 0 or sync.lexical.count() > 0:
-                _log.info("re-indexing %s with the %r analyser", sync.dense.where, name)
+                _log.info(
+                    "re-indexing %s with the %r analyser (version %d; the index was "
+                    "built with %r version %d)",
+                    sync.dense.where,
+                    name,
+                    analyzer.version,
+                    *built,
+                )
                 sync.rebuild_lexical()
-            write_json_atomic(sidecar, {"analyzer": name})
+            write_json_atomic(sidecar, {"analyzer": name, "version": analyzer.version})
     return analyzer
 
 
-def _built_with(sidecar: Path) -> str:
+def _built_with(sidecar: Path) -> tuple[str, int]:
+    """The analyser and version the sidecar names; ``("", 0)`` (rebuild) if unreadable."""
     try:
         data = read_json(sidecar)
     except StoreError:  # unreadable: rebuild
-        return ""
+        return "", 0
     if data is None:  # an index from before analysers were recorded: English
-        return DEFAULT_ANALYZER
-    if isinstance(data, dict) and isinstance(data.get("analyzer"), str):
-        return str(data["analyzer"])
-    return ""
+        return DEFAULT_ANALYZER, 1
+    if not isinstance(data, dict) or not isinstance(data.get("analyzer"), str):
+        return "", 0
+    version = data.get("version", 1)  # written before analysers had versions: 1
+    if not isinstance(version, int) or isinstance(version, bool):
+        return "", 0
+    return str(data["analyzer"]), version

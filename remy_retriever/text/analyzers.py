@@ -18,6 +18,12 @@ offsets of :class:`~.analysis.Span` always point into the original text, in ever
   too (``getUserName`` -> ``getusername``, ``get``, ``user``, ``name``). No stemming.
 * ``"simple"``: lowercase and the same word split; no stopwords, no stemming.
 
+Each analyser has a :attr:`~Analyzer.version`, raised whenever the same text gets other
+terms from it, so that a lexical index built with an older version is rebuilt on open
+(:mod:`remy_retriever.stores.analyzer_choice`). Version 2 of the language analysers,
+``"cjk"`` and ``"simple"`` keeps combining marks inside a word (version 1 cut at them);
+``"english"`` and ``"code"`` are at version 1.
+
 Pure functions; no I/O besides reading a stopword list once.
 """
 
@@ -136,6 +142,11 @@ def _all_marks() -> str:
     return "".join(ranges)
 
 
+#: The version of the analysers that split words with :func:`_script_word`: 2 since it
+#: keeps every combining mark inside a word.
+_SCRIPT_WORD_VERSION = 2
+
+
 @cache
 def _script_word() -> re.Pattern[str]:
     """A word for every analyser but ``english``: letters and digits of any script with
@@ -161,11 +172,13 @@ def _char_range(start: int, end: int) -> str:
 
 @dataclass(frozen=True)
 class Analyzer:
-    """A named analyser: ``spans`` gives every term with its surface span in the text."""
+    """A named analyser: ``spans`` gives every term with its surface span in the text;
+    ``version`` numbers its terms (a new version gives some text other terms)."""
 
     name: str
     spans: Callable[[str], list[Span]]
     fast_terms: Callable[[str], list[str]] | None = None
+    version: int = 1
 
     def terms(self, text: str) -> list[str]:
         """The analysed terms of ``text``, in order, repeats kept (for indexing)."""
@@ -204,13 +217,13 @@ def _build(name: str) -> Analyzer:
     if name == "english":
         return ENGLISH
     if name == "simple":
-        return Analyzer(name, _simple_spans, _simple_terms)
+        return Analyzer(name, _simple_spans, _simple_terms, _SCRIPT_WORD_VERSION)
     if name == "cjk":
-        return Analyzer(name, _cjk_spans, _cjk_terms)
+        return Analyzer(name, _cjk_spans, _cjk_terms, _SCRIPT_WORD_VERSION)
     if name == "code":
         return Analyzer(name, _code_spans)
     spans = _LanguageSpans(name)
-    return Analyzer(name, spans, spans.terms)
+    return Analyzer(name, spans, spans.terms, _SCRIPT_WORD_VERSION)
 
 
 def _stopwords(language: str) -> frozenset[str]:

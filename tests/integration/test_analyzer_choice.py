@@ -1,7 +1,7 @@
 """A collection's lexical analyser is recorded in it: reopening follows the record,
 another analyser is refused until the index is re-analysed, stores from before the
 choice existed open as English without a rebuild, and a lexical index built with another
-analyser than the record says is rebuilt on open."""
+analyser than the record says, or an older version of it, is rebuilt on open."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ import pytest
 from remy_retriever import Document, Retriever
 from remy_retriever.errors import InvalidInputError
 from remy_retriever.schema.records import ANALYZER_KEY
+from remy_retriever.text import analysis, analyzers
 
 DOCS = [
     Document(id="bau", text="Die Häuser wurden im letzten Jahr am Stadtrand gebaut."),
@@ -88,4 +89,57 @@ def test_a_lexical_index_built_with_another_analyser_is_rebuilt(tmp_path: Path) 
     assert not mark.exists()  # built with English
     with Retriever(path, collection="dedocs") as r:
         assert lexical_ids(r, "Haus") == ["bau"]
-    assert json.loads(mark.read_text(encoding="utf-8")) == {"analyzer": "german"}
+    assert json.loads(mark.read_text(encoding="utf-8")) == {"analyzer": "german", "version": 2}
+
+
+HINDI = [
+    Document(id="nurses", text="अस्पताल की नर्सें वेतन की माँग कर रही हैं"),
+    Document(id="train", text="दिल्ली से मुंबई की रेलगाड़ी सुबह चलती है"),
+]
+
+
+def test_an_index_from_an_older_version_of_its_analyser_is_rebuilt_on_open(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A Hindi index built before words kept their vowel signs holds consonant pieces;
+    queries now get whole words. Its sidecar names no version (version 1), so the first
+    open with version 2 re-analyses it, and the same words then match."""
+    path = tmp_path / "db"
+    with monkeypatch.context() as old:  # version 1: the word split cut at combining marks
+        old.setattr(analyzers, "_script_word", lambda: analysis._WORD)
+        with Retriever(path, collection="hidocs", analyzer="hindi", progress=False) as r:
+            r.add(HINDI)
+    mark = sidecar(path, "hidocs")
+    # Marked as the current version, the stale index stays: "नर्सें" is in pieces there.
+    mark.write_text(json.dumps({"analyzer": "hindi", "version": 2}), encoding="utf-8")
+    with Retriever(path, collection="hidocs") as r:
+        assert lexical_ids(r, "नर्सों") == []
+    mark.write_text(json.dumps({"analyzer": "hindi"}), encoding="utf-8")  # as version 1 wrote it
+    with caplog.at_level(logging.INFO), Retriever(path, collection="hidocs") as r:
+        assert lexical_ids(r, "नर्सों") == ["nurses"]  # the plural's oblique form, same stem
+    assert "'hindi' analyser (version 2; the index was built with 'hindi' version 1)" in caplog.text
+    assert json.loads(mark.read_text(encoding="utf-8")) == {"analyzer": "hindi", "version": 2}
+    caplog.clear()
+    with caplog.at_level(logging.INFO), Retriever(path, collection="hidocs") as r:
+        assert lexical_ids(r, "नर्सों") == ["nurses"]
+    assert "re-indexing" not in caplog.text  # rebuilt once
+
+
+def test_an_english_sidecar_without_a_version_opens_without_a_rebuild_or_a_write(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """English's terms never changed: the sidecar a re-analysis to English wrote before
+    analysers had versions is version 1, which English still is."""
+    path = tmp_path / "db"
+    with Retriever(path, collection="dedocs", analyzer="german", progress=False) as r:
+        r.add(DOCS)
+    with Retriever(path, collection="dedocs", analyzer="english", reanalyze=True) as r:
+        before = r.search("Häuser gebaut", mode="lexical", k=3)
+    mark = sidecar(path, "dedocs")
+    mark.write_text(json.dumps({"analyzer": "english"}), encoding="utf-8")
+    stamp = mark.stat().st_mtime_ns
+    with caplog.at_level(logging.INFO), Retriever(path, collection="dedocs") as r:
+        assert r.search("Häuser gebaut", mode="lexical", k=3) == before
+    assert "re-indexing" not in caplog.text
+    assert mark.stat().st_mtime_ns == stamp
+    assert json.loads(mark.read_text(encoding="utf-8")) == {"analyzer": "english"}

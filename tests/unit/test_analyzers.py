@@ -116,6 +116,16 @@ def test_words_with_vowel_signs_and_points_stay_whole_in_every_script() -> None:
     assert [s for _, s in pairs(get_analyzer("arabic"), "كَتَبَ الوَلَدُ")] == ["كَتَبَ", "الوَلَدُ"]
 
 
+def test_analysers_whose_terms_changed_carry_a_newer_version_and_english_stays_at_one() -> None:
+    """Keeping combining marks inside a word changed the terms of the language analysers,
+    cjk and simple (version 2); english and code give the terms they always gave."""
+    versions = {name: get_analyzer(name).version for name in ANALYZER_NAMES}
+    assert versions.pop("english") == 1
+    assert versions.pop("code") == 1
+    assert set(versions.values()) == {2}
+    assert "hindi" in versions and "cjk" in versions and "simple" in versions
+
+
 def test_simple_lowercases_and_splits_only() -> None:
     simple = get_analyzer("simple")
     assert simple.terms("The Installing of THE things") == [
