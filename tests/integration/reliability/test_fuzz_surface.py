@@ -75,11 +75,16 @@ def _corpus() -> list[Document]:
 
 @pytest.fixture(scope="module")
 def root(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """A scratch directory that is also the working directory (relative and empty
-    paths land here, never in the repository)."""
+    """A scratch directory whose ``cwd/a/b`` is the working directory: relative and
+    empty paths land there, never in the repository, and a relative ``../..`` (a fuzz
+    value) is ``cwd``, inside this scratch directory. With ``root`` itself as the working
+    directory, ``../..`` was pytest's base temp, every earlier run's files included: one
+    ingest of it took four minutes and walked files the session's servers were writing."""
     path = tmp_path_factory.mktemp("surface")
+    work = path / "cwd" / "a" / "b"
+    work.mkdir(parents=True)
     before = Path.cwd()
-    os.chdir(path)
+    os.chdir(work)
     try:
         yield path
     finally:
