@@ -16,7 +16,7 @@ from typing import Any
 from benchmarks import common
 
 _TESTS = common.ROOT / "tests"
-for _folder in (_TESTS / "browser", _TESTS / "integration" / "serve"):
+for _folder in (_TESTS, _TESTS / "browser", _TESTS / "integration" / "serve"):
     if str(_folder) not in sys.path:
         sys.path.insert(0, str(_folder))
 

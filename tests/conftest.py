@@ -13,6 +13,12 @@ from typing import IO, Any
 
 import pytest
 
+HERE = Path(__file__).resolve().parent
+if str(HERE) not in sys.path:  # remy_processes.py, shared by every folder's support code
+    sys.path.insert(0, str(HERE))
+
+from remy_processes import stop_process  # noqa: E402
+
 # Set before any test module imports transformers / huggingface_hub / chromadb
 # (nothing above imports them).
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -137,13 +143,7 @@ class ChromaServer:
     def stop(self) -> None:
         """Terminate the server (SIGTERM, then SIGKILL) and wait for it to exit."""
         proc, self._proc = self._proc, None
-        if proc is not None and proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=SERVER_STOP_TIMEOUT_S)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=SERVER_STOP_TIMEOUT_S)
+        stop_process(proc, SERVER_STOP_TIMEOUT_S)
         self._close_log()
 
     def restart(self) -> None:

@@ -4,13 +4,13 @@ reads the cited document as a resource."""
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from remy_processes import offline_env
 
 pytestmark = pytest.mark.slow
 
@@ -20,14 +20,7 @@ MEMORY_ID = r"mem_[0-9a-f]{32}"
 
 @pytest.fixture(scope="module")
 def output(tmp_path_factory: pytest.TempPathFactory) -> str:
-    env = {
-        **os.environ,
-        "HF_HUB_OFFLINE": "1",
-        "TRANSFORMERS_OFFLINE": "1",
-        "ANONYMIZED_TELEMETRY": "False",
-        "TOKENIZERS_PARALLELISM": "false",
-        "OMP_NUM_THREADS": "1",
-    }
+    env = offline_env()
     done = subprocess.run(
         [sys.executable, str(SCRIPT), str(tmp_path_factory.mktemp("mcp-example"))],
         env=env,

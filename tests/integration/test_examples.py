@@ -20,6 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from remy_processes import offline_env
 
 pytestmark = pytest.mark.slow
 
@@ -38,15 +39,7 @@ PARALLEL = 2
 
 
 def _run(script: str, data_dir: Path) -> subprocess.CompletedProcess[str]:
-    env = {
-        **os.environ,
-        "HF_HUB_OFFLINE": "1",
-        "TRANSFORMERS_OFFLINE": "1",
-        "ANONYMIZED_TELEMETRY": "False",
-        "TOKENIZERS_PARALLELISM": "false",
-        "OMP_NUM_THREADS": "1",
-        "MKL_NUM_THREADS": "1",
-    }
+    env = offline_env(MKL_NUM_THREADS="1")
     env.pop("REMY_RERANKER_MODEL", None)  # the llamaindex example must build its stand-in
     return subprocess.run(
         [sys.executable, str(EXAMPLES / script), str(data_dir)],

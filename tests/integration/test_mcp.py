@@ -32,6 +32,7 @@ from jsonschema.validators import validator_for
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
+from remy_processes import offline_env
 
 from remy_retriever import Document, Retriever, SearchHit
 from remy_retriever.mcp_server.formatting import format_hits
@@ -49,14 +50,7 @@ ALL_TOOLS = {
     "add_documents",
 }
 SEARCH_TOOLS = {"search", "search_documents", "search_memories"}
-ENV = {
-    **os.environ,
-    "HF_HUB_OFFLINE": "1",
-    "TRANSFORMERS_OFFLINE": "1",
-    "ANONYMIZED_TELEMETRY": "False",
-    "TOKENIZERS_PARALLELISM": "false",
-    "OMP_NUM_THREADS": "1",
-}
+ENV = offline_env()
 DOCS = [
     Document(
         id="tea.md",

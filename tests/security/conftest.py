@@ -30,14 +30,21 @@ def seeded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, st
     return db, seed(db)
 
 
+def _copy(
+    seeded: tuple[Path, dict[str, str]], tmp_path_factory: pytest.TempPathFactory, name: str
+) -> Path:
+    """A copy of the seeded store of its own, so no door's writes reach another's."""
+    copy = tmp_path_factory.mktemp(name) / "db"
+    shutil.copytree(seeded[0], copy)
+    return copy
+
+
 @pytest.fixture(scope="session")
 def server(
     seeded: tuple[Path, dict[str, str]], tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[RemyServer]:
     """``remy serve`` with the test keys (one bound to ``alice``, one to ``bob``)."""
-    copy = tmp_path_factory.mktemp("security-serve") / "db"
-    shutil.copytree(seeded[0], copy)
-    running = RemyServer(copy).start()
+    running = RemyServer(_copy(seeded, tmp_path_factory, "security-serve")).start()
     try:
         yield running
     finally:
@@ -50,8 +57,7 @@ def mcp_alice(
     seeded: tuple[Path, dict[str, str]], tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[McpClient]:
     """``remy mcp --container-tag alice`` over stdio, on its own copy of the store."""
-    copy = tmp_path_factory.mktemp("security-mcp") / "db"
-    shutil.copytree(seeded[0], copy)
+    copy = _copy(seeded, tmp_path_factory, "security-mcp")
     with (
         start_blocking_portal() as portal,
         portal.wrap_async_context_manager(

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import os
 import socket
 import subprocess
 import sys
@@ -12,16 +11,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from remy_processes import offline_env, stop_process
 
 KEY = "security-key-0123456789abcdef"
-ENV = {
-    **os.environ,
-    "HF_HUB_OFFLINE": "1",
-    "TRANSFORMERS_OFFLINE": "1",
-    "ANONYMIZED_TELEMETRY": "False",
-    "TOKENIZERS_PARALLELISM": "false",
-    "REMY_API_KEYS": "",
-}
+ENV = offline_env(REMY_API_KEYS="")
 START_TIMEOUT_S = 300.0
 
 
@@ -61,10 +54,5 @@ def running(
             time.sleep(0.3)
         yield f"http://{host}:{port}"
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=30)
+        stop_process(proc, 30)
     assert "Traceback" not in log.read_text(), log.read_text()[-3000:]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import os
 import random
 import string
 import sys
@@ -13,18 +12,12 @@ from typing import Any
 
 from anyio.from_thread import BlockingPortal
 from mcp import ClientSession, StdioServerParameters, stdio_client
+from remy_processes import offline_env
 
 from remy_retriever import Document, Retriever
 from remy_retriever.memory import MemoryStore
 
-ENV = {
-    **os.environ,
-    "HF_HUB_OFFLINE": "1",
-    "TRANSFORMERS_OFFLINE": "1",
-    "ANONYMIZED_TELEMETRY": "False",
-    "TOKENIZERS_PARALLELISM": "false",
-    "OMP_NUM_THREADS": "1",
-}
+ENV = offline_env()
 _CHARS = string.ascii_lowercase + string.digits
 _rng = random.Random(26)
 #: Bob's secret codenames: random, so that no probe can guess them by their shape.

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import IO
 
 import pytest
+from remy_processes import stop_process
 
 ADMIN = "admin-key-0123456789abcdef"  # every container tag
 ALICE = "alice-key-0123456789abcdef"  # only "alice"
@@ -80,13 +81,7 @@ class RemyServer:
 
     def stop(self) -> None:
         proc, self._proc = self._proc, None
-        if proc is not None and proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=15)
+        stop_process(proc, 15)
         if self._log is not None:
             self._log.close()
             self._log = None
