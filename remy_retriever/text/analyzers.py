@@ -153,7 +153,7 @@ _SCRIPT_WORD_VERSION = 2
 #: :data:`_MIN_STEM_LETTERS` is not used.
 _LANGUAGE_VERSION = 3
 #: The fewest letters a stem must have to stand for its word. Snowball's maintainers
-#: count one-letter stems as overstemming (they join unrelated words).
+#: count one-letter stems as overstemming, joining unrelated words (Snowball issue 176).
 _MIN_STEM_LETTERS = 2
 
 
