@@ -9,7 +9,10 @@ offsets of :class:`~.analysis.Span` always point into the original text, in ever
   split that keeps every combining mark inside a word (Indic vowel signs, Hebrew and
   Arabic points, where English's split cuts a word), that language's stopwords (data
   files in ``stopwords/``, source named in their README), its elided articles cut off
-  (``l'homme`` -> ``homme``), then Snowball.
+  (``l'homme`` -> ``homme``), then Snowball; a stem of less than two letters (combining
+  marks not counted) is not used and the word stays whole, since such a stem joins
+  unrelated words (Tamil's stemmer takes both ``நாவல்``, novel, and ``நாற்பது``, forty,
+  to ``நா``, tongue).
 * ``"cjk"``: runs of Han, Hiragana, Katakana and Hangul become overlapping character
   bigrams (a lone character stays a unigram), as Lucene's CJK analyser does; other words
   are analysed as ``"simple"``, so mixed CJK and Latin text works.
@@ -22,7 +25,8 @@ Each analyser has a :attr:`~Analyzer.version`, raised whenever the same text get
 terms from it, so that a lexical index built with an older version is rebuilt on open
 (:mod:`remy_retriever.stores.analyzer_choice`). Version 2 of the language analysers,
 ``"cjk"`` and ``"simple"`` keeps combining marks inside a word (version 1 cut at them);
-``"english"`` and ``"code"`` are at version 1.
+version 3 of the language analysers keeps a word whole rather than use a one-letter
+stem. ``"english"`` and ``"code"`` are at version 1.
 
 Pure functions; no I/O besides reading a stopword list once.
 """
@@ -145,6 +149,12 @@ def _all_marks() -> str:
 #: The version of the analysers that split words with :func:`_script_word`: 2 since it
 #: keeps every combining mark inside a word.
 _SCRIPT_WORD_VERSION = 2
+#: The version of the Snowball language analysers: 3 since a stem shorter than
+#: :data:`_MIN_STEM_LETTERS` is not used.
+_LANGUAGE_VERSION = 3
+#: The fewest letters a stem must have to stand for its word. Snowball's maintainers
+#: count one-letter stems as overstemming, joining unrelated words (Snowball issue 176).
+_MIN_STEM_LETTERS = 2
 
 
 @cache
@@ -223,7 +233,7 @@ def _build(name: str) -> Analyzer:
     if name == "code":
         return Analyzer(name, _code_spans)
     spans = _LanguageSpans(name)
-    return Analyzer(name, spans, spans.terms, _SCRIPT_WORD_VERSION)
+    return Analyzer(name, spans, spans.terms, _LANGUAGE_VERSION)
 
 
 def _stopwords(language: str) -> frozenset[str]:
@@ -233,6 +243,20 @@ def _stopwords(language: str) -> frozenset[str]:
         return frozenset()
     lines = path.read_text(encoding="utf-8").splitlines()
     return frozenset(w.strip().lower() for w in lines if w.strip())
+
+
+def _letters(word: str) -> int:
+    """How many letters ``word`` has, combining marks not counted: a Tamil or Devanagari
+    consonant with its vowel sign is one."""
+    return sum(not unicodedata.category(char).startswith("M") for char in word)
+
+
+def _kept_stem(word: str, stem: str) -> str:
+    """``stem``, or ``word`` itself when the stem has fewer than
+    :data:`_MIN_STEM_LETTERS` letters and the word does not."""
+    if _letters(stem) < _MIN_STEM_LETTERS <= _letters(word):
+        return word
+    return stem
 
 
 def _normalize(word: str) -> str:
@@ -260,7 +284,8 @@ def _simple_terms(text: str) -> list[str]:
 
 
 class _LanguageSpans:
-    """Stopwords, elision and Snowball stemming for one PyStemmer language."""
+    """Stopwords, elision and Snowball stemming for one PyStemmer language (a stem too
+    short to stand for its word, :func:`_kept_stem`, leaves the word whole)."""
 
     def __init__(self, language: str) -> None:
         self.language = language
@@ -279,7 +304,9 @@ class _LanguageSpans:
                 stemmer = self._local.stemmer = Stemmer.Stemmer(self.language)
             if len(cache_) > 200_000:
                 cache_.clear()
-            cache_.update(zip(missing, stemmer.stemWords(missing)))
+            cache_.update(
+                (w, _kept_stem(w, stem)) for w, stem in zip(missing, stemmer.stemWords(missing))
+            )
         return [cache_.get(w) or w for w in words]
 
     def _prepared(self, surface: str) -> str | None:

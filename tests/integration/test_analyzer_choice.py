@@ -89,7 +89,7 @@ def test_a_lexical_index_built_with_another_analyser_is_rebuilt(tmp_path: Path) 
     assert not mark.exists()  # built with English
     with Retriever(path, collection="dedocs") as r:
         assert lexical_ids(r, "Haus") == ["bau"]
-    assert json.loads(mark.read_text(encoding="utf-8")) == {"analyzer": "german", "version": 2}
+    assert json.loads(mark.read_text(encoding="utf-8")) == {"analyzer": "german", "version": 3}
 
 
 HINDI = [
@@ -103,7 +103,7 @@ def test_an_index_from_an_older_version_of_its_analyser_is_rebuilt_on_open(
 ) -> None:
     """A Hindi index built before words kept their vowel signs holds consonant pieces;
     queries now get whole words. Its sidecar names no version (version 1), so the first
-    open with version 2 re-analyses it, and the same words then match."""
+    open with the current version re-analyses it, and the same words then match."""
     path = tmp_path / "db"
     with monkeypatch.context() as old:  # version 1: the word split cut at combining marks
         old.setattr(analyzers, "_script_word", lambda: analysis._WORD)
@@ -111,14 +111,14 @@ def test_an_index_from_an_older_version_of_its_analyser_is_rebuilt_on_open(
             r.add(HINDI)
     mark = sidecar(path, "hidocs")
     # Marked as the current version, the stale index stays: "नर्सें" is in pieces there.
-    mark.write_text(json.dumps({"analyzer": "hindi", "version": 2}), encoding="utf-8")
+    mark.write_text(json.dumps({"analyzer": "hindi", "version": 3}), encoding="utf-8")
     with Retriever(path, collection="hidocs") as r:
         assert lexical_ids(r, "नर्सों") == []
     mark.write_text(json.dumps({"analyzer": "hindi"}), encoding="utf-8")  # as version 1 wrote it
     with caplog.at_level(logging.INFO), Retriever(path, collection="hidocs") as r:
         assert lexical_ids(r, "नर्सों") == ["nurses"]  # the plural's oblique form, same stem
-    assert "'hindi' analyser (version 2; the index was built with 'hindi' version 1)" in caplog.text
-    assert json.loads(mark.read_text(encoding="utf-8")) == {"analyzer": "hindi", "version": 2}
+    assert "'hindi' analyser (version 3; the index was built with 'hindi' version 1)" in caplog.text
+    assert json.loads(mark.read_text(encoding="utf-8")) == {"analyzer": "hindi", "version": 3}
     caplog.clear()
     with caplog.at_level(logging.INFO), Retriever(path, collection="hidocs") as r:
         assert lexical_ids(r, "नर्सों") == ["nurses"]

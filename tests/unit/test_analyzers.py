@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+import Stemmer
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -118,12 +119,30 @@ def test_words_with_vowel_signs_and_points_stay_whole_in_every_script() -> None:
 
 def test_analysers_whose_terms_changed_carry_a_newer_version_and_english_stays_at_one() -> None:
     """Keeping combining marks inside a word changed the terms of the language analysers,
-    cjk and simple (version 2); english and code give the terms they always gave."""
+    cjk and simple (version 2); not using one-letter stems changed the language analysers
+    again (version 3); english and code give the terms they always gave."""
     versions = {name: get_analyzer(name).version for name in ANALYZER_NAMES}
     assert versions.pop("english") == 1
     assert versions.pop("code") == 1
-    assert set(versions.values()) == {2}
-    assert "hindi" in versions and "cjk" in versions and "simple" in versions
+    assert versions.pop("cjk") == versions.pop("simple") == 2
+    assert set(versions.values()) == {3}
+    assert "hindi" in versions and "tamil" in versions and "dutch_porter" in versions
+
+
+def test_a_stem_of_one_letter_is_not_used_and_the_word_stays_whole() -> None:
+    """Snowball Tamil takes both நாவல் (novel) and நாற்பது (forty) to நா (one letter: a
+    consonant and its vowel sign): each stays whole, so they no longer match each other,
+    and நீச்சலில் (in swimming), stemmed to நீச்சல், now matches நீச்சல் (swimming),
+    which Snowball took to நீ. Longer stems are Snowball's own."""
+    tamil = get_analyzer("tamil")
+    assert Stemmer.Stemmer("tamil").stemWords(["நாவல்", "நாற்பது"]) == ["நா", "நா"]
+    assert tamil.terms("நாவல் நாற்பது") == ["நாவல்", "நாற்பது"]
+    assert tamil.terms("நீச்சலில்") == tamil.terms("நீச்சல்") == ["நீச்சல்"]
+    assert [(s.term, s.start, s.end) for s in tamil.spans("ஒரு நாவல்")] == [("நாவல்", 4, 9)]
+    turkish = get_analyzer("turkish")
+    assert Stemmer.Stemmer("turkish").stemWord("önce") == "ö"
+    assert turkish.terms("önce kitaplar") == ["önce", "kitap"]
+    assert get_analyzer("french").terms("loyers") == ["loyer"]  # three letters: Snowball's
 
 
 def test_simple_lowercases_and_splits_only() -> None:
