@@ -240,6 +240,35 @@ def _json_default(obj: Any) -> Any:
     raise TypeError(msg)
 
 
+class TimedEmbedder:
+    """Wraps an embedder: adds up the seconds spent in ``embed_documents`` and keeps the
+    texts it was given (reset both with :meth:`reset`); every other attribute is the
+    wrapped embedder's."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.seconds = 0.0
+        self.texts: list[str] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def reset(self) -> None:
+        self.seconds = 0.0
+        self.texts.clear()
+
+    def embed_documents(self, texts: Sequence[str]) -> Any:
+        t0 = time.perf_counter()
+        try:
+            return self.inner.embed_documents(texts)
+        finally:
+            self.seconds += time.perf_counter() - t0
+            self.texts += list(texts)
+
+    def embed_query(self, text: str) -> Any:
+        return self.inner.embed_query(text)
+
+
 # -- embedders over cached vectors ----------------------------------------------------------
 
 

@@ -28,28 +28,6 @@ import numpy as np
 from benchmarks import common
 
 
-class _Recording:
-    """Wraps the real embedder: records the texts it embeds and the time it takes."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-        self.model_id = inner.model_id
-        self.max_tokens = inner.max_tokens
-        self.count_tokens = inner.count_tokens
-        self.texts: list[str] = []
-        self.seconds = 0.0
-
-    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
-        t0 = time.perf_counter()
-        out = self.inner.embed_documents(texts)
-        self.seconds += time.perf_counter() - t0
-        self.texts += list(texts)
-        return out
-
-    def embed_query(self, text: str) -> np.ndarray:
-        return self.inner.embed_query(text)
-
-
 def run(args: argparse.Namespace) -> dict[str, Any]:
     from remy_retriever import Retriever, SentenceTransformerEmbedder
     from remy_retriever.evaluation.beir import load_beir
@@ -95,11 +73,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         for rep in range(args.reps):
             raw_s.append(raw())
             print(f"[ingest] rep {rep + 1}: raw encode {raw_s[-1]:.1f} s", flush=True)
-            rec = _Recording(embedder)
+            rec = common.TimedEmbedder(embedder)
             store = tmp / f"rep{rep}"
             r = Retriever(store, collection="ingest", embedder=rec, progress=False)
-            rec.texts.clear()  # the open embeds a fingerprint probe; count add() alone
-            rec.seconds = 0.0
+            rec.reset()  # the open embeds a fingerprint probe; count add() alone
             t0 = time.perf_counter()
             report = r.add(docs, progress=False)
             add_s.append(time.perf_counter() - t0)

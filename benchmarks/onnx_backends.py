@@ -53,34 +53,6 @@ def cpu_flags() -> dict[str, bool]:
 # -- worker: one backend on one dataset -----------------------------------------------------
 
 
-class TimedEmbedder:
-    """Wraps an embedder and adds up the time spent in ``embed_documents``."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-        self.model_id = inner.model_id
-        self.backend = inner.backend
-        self.quantization = inner.quantization
-        self.embed_s = 0.0
-
-    @property
-    def max_tokens(self) -> int:
-        return int(self.inner.max_tokens)
-
-    def count_tokens(self, texts: Sequence[str]) -> list[int]:
-        return list(self.inner.count_tokens(texts))
-
-    def embed_documents(self, texts: Sequence[str]) -> Any:
-        t0 = time.perf_counter()
-        try:
-            return self.inner.embed_documents(texts)
-        finally:
-            self.embed_s += time.perf_counter() - t0
-
-    def embed_query(self, text: str) -> Any:
-        return self.inner.embed_query(text)
-
-
 def worker(args: argparse.Namespace) -> dict[str, Any]:
     from remy_retriever import Retriever
     from remy_retriever.evaluation.beir import evaluate, load_beir
@@ -96,10 +68,10 @@ def worker(args: argparse.Namespace) -> dict[str, Any]:
     ds = load_beir(args.dataset)
     docs = ds.documents()
     ingest_docs = docs[: args.max_docs] if args.max_docs else docs
-    timed = TimedEmbedder(embedder)
+    timed = common.TimedEmbedder(embedder)
     with tempfile.TemporaryDirectory() as tmp:
         r = Retriever(Path(tmp) / "store", collection="bench", embedder=timed, progress=False)
-        timed.embed_s = 0.0  # opening embedded the identity probe
+        timed.reset()  # opening embedded the identity probe
         t0 = time.perf_counter()
         r.add(ingest_docs)
         add_s = time.perf_counter() - t0
@@ -108,9 +80,9 @@ def worker(args: argparse.Namespace) -> dict[str, Any]:
             "documents": len(ingest_docs),
             "chunks": chunks,
             "add_s": round(add_s, 2),
-            "embed_s": round(timed.embed_s, 2),
+            "embed_s": round(timed.seconds, 2),
             "chunks_per_s": round(chunks / add_s, 2),
-            "embedding_share_pct": round(100 * timed.embed_s / add_s, 1),
+            "embedding_share_pct": round(100 * timed.seconds / add_s, 1),
         }
         queries = list(ds.queries.values())[: args.max_queries]
         _, lat = common.time_calls(embedder.embed_query, queries, warmup=5)

@@ -49,6 +49,28 @@ def _ms(value: float) -> str:
     return f"{value:.1f}" if value < 100 else f"{value:.0f}"
 
 
+#: The views' prose, kept as data (readme_sentences.txt) so the code only fills numbers.
+_SENTENCES_FILE = Path(__file__).with_name("readme_sentences.txt")
+
+
+def _sentences(path: Path = _SENTENCES_FILE) -> dict[str, str]:
+    """The ``## name`` sections of ``path``, each section's lines joined by spaces."""
+    out: dict[str, str] = {}
+    name = None
+    for line in path.read_text().splitlines():
+        if line.startswith("## "):
+            name = line[3:].strip()
+            out[name] = ""
+        elif name is not None and line.strip():
+            out[name] = f"{out[name]} {line.strip()}" if out[name] else line.rstrip()
+    return out
+
+
+def _say(name: str, **fields: Any) -> str:
+    """The sentence ``name`` of readme_sentences.txt with ``fields`` filled in."""
+    return _sentences()[name].format(**fields) + "\n"
+
+
 _PEERS = {
     "langchain-ensemble": "LangChain `EnsembleRetriever`",
     "llamaindex-fusion": "LlamaIndex `QueryFusionRetriever`",
@@ -124,13 +146,14 @@ def view_quality(results: Path) -> str:
         if embedding:
             leads[-1] += f" (query embedding alone: p50 {_ms(embedding['p50_ms'])} ms)"
     machine = _quality(results)[0]["machine"] if _quality(results) else {}
-    return (
-        "\n".join(rows)
-        + "\n\nnDCG@10 lead of remy's default hybrid over the better peer, and what the "
-        f"real query embedding adds to the p50 (excluded above): {'; '.join(leads)}. "
-        f"Runs: {', '.join(dates)}, {machine.get('cores')} cores "
-        f"({machine.get('cpu', '')}).\n"
+    sentence = _say(
+        "quality",
+        leads="; ".join(leads),
+        dates=", ".join(dates),
+        cores=machine.get("cores"),
+        cpu=machine.get("cpu", ""),
     )
+    return "\n".join(rows) + "\n\n" + sentence
 
 
 #: Rows of the offline sweep (benchmarks/quality_sweep.py) for the two defaults.
@@ -151,11 +174,7 @@ def view_fusion(results: Path) -> str:
         parts.append(f"{name} {split} {_fmt(now)} (previous default {_fmt(before)})")
     latency = _load(results, "fusion-latency")["datasets"]
     ratios = [f"{name} {data['p50_ratio']:.2f}x" for name, data in latency.items()]
-    return (
-        f"nDCG@10 of the default against the previous one (min-max convex, alpha 0.4): "
-        f"{'; '.join(parts)}. Hybrid p50 against the previous default, in one run: "
-        f"{', '.join(ratios)}.\n"
-    )
+    return _say("fusion", parts="; ".join(parts), ratios=", ".join(ratios))
 
 
 def view_onnx(results: Path) -> str:
@@ -211,12 +230,13 @@ def view_first_eval(results: Path) -> str:
     runs = data["result"]["datasets"]["scifact"]
     chunks = runs["onnx-int8"]["ingest"]["chunks"]
     int8, torch = runs["onnx-int8"]["ingest"], runs["torch"]["ingest"]
-    return (
-        f"SciFact makes {chunks:,} chunks. On a {data['machine']['cores']}-core machine "
-        f"the default embedder (ONNX int8) added them at {int8['chunks_per_s']:.1f} "
-        f"chunks/s, so the first run takes about {int8['add_s'] / 60:.0f} minutes "
-        f"({torch['add_s'] / 60:.0f} with `--embedder-backend torch`: "
-        f"`benchmarks/results/onnx-backends.md`).\n"
+    return _say(
+        "first-eval",
+        chunks=chunks,
+        cores=data["machine"]["cores"],
+        int8_rate=int8["chunks_per_s"],
+        int8_minutes=int8["add_s"] / 60,
+        torch_minutes=torch["add_s"] / 60,
     )
 
 
@@ -232,12 +252,15 @@ def view_cli_startup(results: Path) -> str:
     ]
     then = f" (the code before lazy loading: {before[0]['median_s']:.1f} s)" if before else ""
     loads = "torch and sentence-transformers" if hybrid["imports_torch"] else "no torch: ONNX"
-    return (
-        f"One `remy search --mode lexical` call took {lexical['median_s']:.1f} s end to end"
-        f"{then}, a hybrid one {hybrid['median_s']:.1f} s, which also loads the embedding "
-        f"model ({loads}); importing chromadb alone took {r['import_chromadb_median_s']:.1f} s "
-        f"(medians of {r['reps']} fresh processes each, {_machine_note(data)}: "
-        "`benchmarks/results/cli-startup.md`).\n"
+    return _say(
+        "cli-startup",
+        lexical=lexical["median_s"],
+        then=then,
+        hybrid=hybrid["median_s"],
+        loads=loads,
+        chromadb=r["import_chromadb_median_s"],
+        reps=r["reps"],
+        machine=_machine_note(data),
     )
 
 
@@ -250,12 +273,14 @@ def view_long_query(results: Path) -> str:
         f"{mode} {row['long_p50_s']:.2f} s (slowest {row['long_max_s']:.2f} s)"
         for mode, row in r["modes"].items()
     )
-    return (
-        f"  Measured (`benchmarks/results/long-query.md`): a {r['query_chars']:,}-character "
-        f"query with explain, highlight and expand took, median of {r['reps']}: "
-        f"{per_mode}, over {r['chunks']} chunks with the real MiniLM model on one torch "
-        f"thread, {m['cores']} cores shared with other jobs (load average "
-        f"{m['load_average_start'][0]} at the start).\n"
+    return _say(
+        "long-query",
+        chars=r["query_chars"],
+        reps=r["reps"],
+        per_mode=per_mode,
+        chunks=r["chunks"],
+        cores=m["cores"],
+        load=m["load_average_start"][0],
     )
 
 
@@ -264,13 +289,15 @@ def view_ui_latency(results: Path) -> str:
     data = _load(results, "ui-latency")
     r = data["result"]
     verdict = "within" if r["median_ratio"] <= r["bar"] else "over"
-    return (
-        f"Over {r['rounds']} alternating queries in one run, each call starting on a page "
-        "at rest, a search from the page took "
-        f"{r['page']['p50_ms']:.1f} ms (median, submit to hits drawn) and the same "
-        f"`/v1/search` call {r['api']['p50_ms']:.1f} ms: {r['median_ratio']:.2f}x, "
-        f"{verdict} the {r['bar']}x bar ({_machine_note(data)}: "
-        "`benchmarks/results/ui-latency.md`).\n"
+    return _say(
+        "ui-latency",
+        rounds=r["rounds"],
+        page=r["page"]["p50_ms"],
+        api=r["api"]["p50_ms"],
+        ratio=r["median_ratio"],
+        verdict=verdict,
+        bar=r["bar"],
+        machine=_machine_note(data),
     )
 
 
@@ -280,11 +307,15 @@ def view_test_lanes(results: Path) -> str:
     r = data["result"]
     full, fast = r["full"], r["fast"]
     verdict = "under" if r["fast_share"] < 1 / 3 else "over"
-    return (
-        f"  In one run of every test, `make test` took {full['wall_s'] / 60:.1f} min and the "
-        f"{fast['tests']} of its {full['tests']} tests `make test-fast` keeps "
-        f"{fast['seconds_in_this_run'] / 60:.1f} min: {r['fast_share']:.0%}, {verdict} a "
-        f"third ({_machine_note(data)}: `benchmarks/results/test-lanes.md`).\n"
+    return _say(
+        "test-lanes",
+        full_minutes=full["wall_s"] / 60,
+        fast_tests=fast["tests"],
+        full_tests=full["tests"],
+        fast_minutes=fast["seconds_in_this_run"] / 60,
+        share=r["fast_share"],
+        verdict=verdict,
+        machine=_machine_note(data),
     )
 
 
@@ -317,13 +348,15 @@ def view_analysers(results: Path) -> str:
     languages = [a for n, a in per.items() if n not in ("english", "cjk", "code", "simple")]
     low = min(a["index_ratio"] for a in languages)
     high = max(a["index_ratio"] for a in languages)
-    return (
-        f"Lexical nDCG@10 with the language's analyser vs `english`, on a small judged "
-        f"collection per language written for this repository "
-        f"(`benchmarks/data/analysers/`): {'; '.join(pairs)}. The right analyser wins on "
-        f"{wins} of {len(quality)}. Indexing analysis costs {low:.2f}x to {high:.2f}x "
-        f"English's per MB for the Snowball languages, {per['cjk']['index_ratio']:.2f}x for "
-        f"`cjk` ({_machine_note(data)}: `benchmarks/results/analysers.md`).\n"
+    return _say(
+        "analysers",
+        pairs="; ".join(pairs),
+        wins=wins,
+        total=len(quality),
+        low=low,
+        high=high,
+        cjk=per["cjk"]["index_ratio"],
+        machine=_machine_note(data),
     )
 
 
@@ -336,16 +369,16 @@ def view_analyser_identity(results: Path) -> str:
     datasets = list(dict.fromkeys(r["dataset"] for r in rows))
     moved = [r for r in rows if not r["same_own_builds"]]
     also_rebuilt = sum(not r["same_rebuilt"] for r in moved)
-    return (
-        f"English stores score as before analysers: `remy eval` on {', '.join(datasets)} "
-        f"with the engine before them (`{result['trees']['base']['commit'][:7]}`) and with "
-        f"them gives the same nDCG@10 and R@100 to 4 decimals for "
-        f"{result['same_lexical']} of {result['lexical_numbers']} lexical numbers, and for "
-        f"{result['same_one_store']} of {result['numbers']} in every mode when both search "
-        f"one store. With a store of its own each, {len(moved)} semantic and hybrid numbers "
-        f"move, {also_rebuilt} of them as between two builds of the same tree (Chroma's "
-        f"HNSW graph is built by several threads): `benchmarks/results/analyser-identity.md`."
-        "\n"
+    return _say(
+        "analyser-identity",
+        datasets=", ".join(datasets),
+        base=result["trees"]["base"]["commit"][:7],
+        same_lexical=result["same_lexical"],
+        lexical_numbers=result["lexical_numbers"],
+        same_one_store=result["same_one_store"],
+        numbers=result["numbers"],
+        moved=len(moved),
+        also_rebuilt=also_rebuilt,
     )
 
 

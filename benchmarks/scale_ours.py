@@ -13,7 +13,7 @@ The bulk path makes its ids, chunk metadata and lexical records with
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -333,27 +333,25 @@ def ours_probe(r: Any, embedder: Any, texts: list[str], n: int) -> dict[str, Any
                 return False
         return True
 
+    def visible_after(t0: float, done: Callable[[], bool]) -> float | None:
+        """Seconds from ``t0`` until ``done()``, or None after two minutes."""
+        while not done():
+            if time.perf_counter() - t0 > 120:
+                return None
+            time.sleep(0.01)
+        return round(time.perf_counter() - t0, 3)
+
     out: dict[str, Any] = {}
     t0 = time.perf_counter()
     r.add(new_docs, progress=False)
     out["add_call_s"] = round(time.perf_counter() - t0, 3)
-    while visible() != (count, count) or not searchable(True):
-        if time.perf_counter() - t0 > 120:
-            out["add_visible_s"] = None
-            break
-        time.sleep(0.01)
-    else:
-        out["add_visible_s"] = round(time.perf_counter() - t0, 3)
+    out["add_visible_s"] = visible_after(
+        t0, lambda: visible() == (count, count) and searchable(True)
+    )
     t0 = time.perf_counter()
     r.delete([d.id for d in new_docs])
     out["delete_call_s"] = round(time.perf_counter() - t0, 3)
-    while visible() != (0, 0) or not searchable(False):
-        if time.perf_counter() - t0 > 120:
-            out["delete_visible_s"] = None
-            break
-        time.sleep(0.01)
-    else:
-        out["delete_visible_s"] = round(time.perf_counter() - t0, 3)
+    out["delete_visible_s"] = visible_after(t0, lambda: visible() == (0, 0) and searchable(False))
     out["count_after"] = r.count()
     out["chunks"] = n
     embedder.docs = base_docs
