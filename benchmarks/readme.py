@@ -21,6 +21,7 @@ import json
 import re
 import sys
 from collections.abc import Callable
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +54,7 @@ def _ms(value: float) -> str:
 _SENTENCES_FILE = Path(__file__).with_name("readme_sentences.txt")
 
 
+@cache
 def _sentences(path: Path = _SENTENCES_FILE) -> dict[str, str]:
     """The ``## name`` sections of ``path``, each section's lines joined by spaces."""
     out: dict[str, str] = {}
