@@ -287,14 +287,22 @@ SUITES: tuple[Suite, ...] = (
     Suite(
         "adapt",
         "semantic and hybrid nDCG@10 and R@100 before and after `remy adapt`, with its time "
-        "and the re-embedding's share",
+        "and the re-embedding's share; the whole command's time on a 10k-chunk collection",
         (
             _s(
                 "adapt",
-                "--work {cache}/adapt --budget 5 --dataset {beir}/medline "
-                "--dataset {beir}/cranfield --dataset {beir}/cisi",
-                "--work {cache}/adapt --budget 0.5 --dataset {beir}",
+                (
+                    "--work {cache}/adapt --budget 4 --dataset {beir}/medline "
+                    "--dataset {beir}/cranfield --dataset {beir}/cisi --dataset {beir}/scifact "
+                    "--dataset {beir}/lisa",
+                    "--work {cache}/adapt --scale --budget 10 --dataset {beir}/scifact",
+                ),
+                (
+                    "--work {cache}/adapt --budget 0.5 --dataset {beir}",
+                    "--work {cache}/adapt --scale --budget 0.3 --dataset {beir}",
+                ),
                 "adapt.json",
+                "adapt-scale.json",
             ),
         ),
     ),
