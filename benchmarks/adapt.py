@@ -15,8 +15,9 @@ written after each collection, so an interrupted run keeps what it finished:
 
 ``--scale`` times the whole command instead (``results/adapt-scale``): ``remy adapt`` at
 ``--budget`` with the guard set to keep the adapted model (``--margin -1``), so that the
-re-embedding always runs and is counted, against :data:`SCALE_TARGET_MINUTES`. The
-collection's index is reused from ``--work`` when an earlier run left one.
+re-embedding always runs and is counted, against :data:`SCALE_TARGET_MINUTES`, and the
+hybrid nDCG@10 before and after shows what the longer budget does when the guard is not
+asked. The collection's index is reused from ``--work`` when an earlier run left one.
 """
 
 from __future__ import annotations
@@ -110,7 +111,9 @@ def run_scale(folder: Path, work: Path, budget: float, seed: int) -> dict[str, A
     else:
         chunks, seconds = _index(dataset, db)
         index_seconds = round(seconds, 1)
+    base = _scores(db, dataset)
     report, adapt_seconds = _adapt(db, budget, seed, "--margin", "-1")
+    adapted = _scores(db, dataset) if report.get("accepted") else base
     return {
         "dataset": dataset.name,
         "chunks": chunks,
@@ -119,6 +122,8 @@ def run_scale(folder: Path, work: Path, budget: float, seed: int) -> dict[str, A
         "budget_minutes": budget,
         "adapt_seconds": round(adapt_seconds, 1),
         "adapt": report,
+        "base": base,
+        "adapted": adapted,
         "met": bool(report.get("accepted")) and adapt_seconds <= SCALE_TARGET_MINUTES * 60,
     }
 
@@ -137,6 +142,8 @@ def scale_markdown(data: dict[str, Any]) -> str:
                 rep.get("reembed_seconds"),
                 round(item["adapt_seconds"] / 60, 1),
                 "yes" if item["met"] else "no",
+                item["base"]["hybrid"]["nDCG@10"],
+                item["adapted"]["hybrid"]["nDCG@10"],
             ]
         )
     headers = [
@@ -148,6 +155,8 @@ def scale_markdown(data: dict[str, Any]) -> str:
         "re-embed s",
         "whole command min",
         f"within {data['target_minutes']:g} min",
+        "hyb nDCG@10 base",
+        "adapted (kept anyway)",
     ]
     return (
         "# remy adapt: the whole command's time\n\n"

@@ -15,20 +15,6 @@ from remy_retriever.text.analyzers import ANALYZER_NAMES
 
 COLLECTIONS = analysers.collections()
 JUDGED = analysers.judged()
-#: Where the language's analyser does not beat English's, with the reason. Strict: the
-#: day it does, the entry must go.
-KNOWN_NOT_BETTER = {
-    "french": (
-        "Snowball French stems 'loyer' to 'loi' but 'loyers' to 'loyer', so one of the "
-        "26 queries loses a judged document that English's stemmer keeps"
-    ),
-    "sesotho": (
-        "Snowball Sesotho stems both 'metsi' (water) and 'metseng' (in the villages) to "
-        "'mets', in 4 documents where English's 'metsi' is in 2, and 'matlo' (houses) to "
-        "'tlo' but 'ntlo' (house) to 'ntlo', so one of the 22 queries ranks its document "
-        "second; a Sesotho stopword list (stopwords-iso's) was tried and changes nothing"
-    ),
-}
 #: The least nDCG@10 the right analyser must reach on any collection.
 FLOOR = 0.5
 
@@ -55,16 +41,7 @@ def test_the_collection_is_well_formed(name: str) -> None:
         assert set(judged) <= set(dataset.corpus)
 
 
-@pytest.mark.parametrize(
-    ("label", "name", "analyser"),
-    [
-        pytest.param(*j, marks=pytest.mark.xfail(reason=KNOWN_NOT_BETTER[j[0]], strict=True))
-        if j[0] in KNOWN_NOT_BETTER
-        else j
-        for j in JUDGED
-    ],
-    ids=[j[0] for j in JUDGED],
-)
+@pytest.mark.parametrize(("label", "name", "analyser"), JUDGED, ids=[j[0] for j in JUDGED])
 def test_the_languages_analyser_beats_english_on_its_collection(
     label: str, name: str, analyser: str
 ) -> None:
