@@ -292,10 +292,10 @@ SUITES: tuple[Suite, ...] = (
             _s(
                 "adapt",
                 (
-                    "--work {cache}/adapt --budget 4 --dataset {beir}/medline "
-                    "--dataset {beir}/cranfield --dataset {beir}/cisi --dataset {beir}/scifact "
-                    "--dataset {beir}/lisa",
-                    "--work {cache}/adapt --scale --budget 10 --dataset {beir}/scifact",
+                    "--work {cache}/adapt --budget 10 --budget-for lisa=15 "
+                    "--budget-for scifact=25 --dataset {beir}/medline --dataset {beir}/cranfield "
+                    "--dataset {beir}/cisi --dataset {beir}/lisa --dataset {beir}/scifact",
+                    "--work {cache}/adapt --scale --budget 25 --dataset {beir}/scifact",
                 ),
                 (
                     "--work {cache}/adapt --budget 0.5 --dataset {beir}",

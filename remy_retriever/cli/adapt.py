@@ -150,6 +150,7 @@ def run(args: argparse.Namespace) -> int:
     """Run ``remy adapt``: prints each step, the plan, the held-out scores and what was
     kept."""
     _check_args(args)
+    started = time.perf_counter()
     with open_retriever(args) as r:
         current, backend = _model_of(r), _backend(r.embedder)
         card = read_card(current)
@@ -182,6 +183,7 @@ def run(args: argparse.Namespace) -> int:
         chunks=chunks,
         budget_seconds=args.budget * 60,
         settings=settings,
+        spent_seconds=time.perf_counter() - started,
     )
     _say(
         args,

@@ -219,15 +219,28 @@ def plan(
     chunks: int,
     budget_seconds: float,
     settings: TrainSettings,
+    spent_seconds: float = 0.0,
 ) -> Plan:
-    """The steps that fit ``budget_seconds`` once the held-out check (two models over
-    the held-out pairs, twice over) and the re-embedding of ``chunks`` are paid for, at
-    most ``settings.epochs`` passes over ``pairs``; at least one step."""
+    """The steps that fit ``budget_seconds`` once what the run has spent so far (reading,
+    mining, the probe), the held-out check (two models over the held-out pairs, twice
+    over) and the re-embedding of ``chunks`` are paid for, at most ``settings.epochs``
+    passes over ``pairs``. :class:`InvalidInputError` naming a budget that would do when
+    not one step fits."""
     check = 4 * held_out * measured.encode_seconds
     reembed = chunks * measured.encode_seconds
-    room = budget_seconds - check - reembed
+    room = budget_seconds - spent_seconds - check - reembed
+    if room < measured.step_seconds:
+        fixed = spent_seconds + check + reembed
+        need = math.ceil((fixed + 100 * measured.step_seconds) / 60)
+        msg = (
+            f"--budget {budget_seconds / 60:g} min leaves no time to train: reading and the "
+            f"probe took {spent_seconds / 60:.1f} min, and the held-out check and re-embedding "
+            f"{chunks} chunks need about {(check + reembed) / 60:.1f} min more; pass "
+            f"--budget {need} or more (about 100 steps of {measured.step_seconds:.1f} s)"
+        )
+        raise InvalidInputError(msg)
     most = max(1, math.ceil(settings.epochs * pairs / settings.batch_size))
-    steps = max(1, min(most, int(room / measured.step_seconds) if room > 0 else 1))
+    steps = max(1, min(most, int(room / measured.step_seconds)))
     return Plan(steps, steps * measured.step_seconds, check, reembed)
 
 

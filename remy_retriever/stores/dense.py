@@ -364,7 +364,15 @@ class DenseStore:
                 recorded, pending = recorded_identity(metadata, where=self.where)
             except StoreError:  # a damaged record: re-embedding rewrites it
                 recorded = pending = None
-            done = pending is None and recorded is not None and recorded.matches(self.identity)
+            # By name as well as by vectors: a few steps of fine-tuning (remy adapt) can
+            # leave the probe vectors within MATCH_COSINE of the base model's while its
+            # ranking differs, and the caller asked for this model by name.
+            done = (
+                pending is None
+                and recorded is not None
+                and recorded.name == self.identity.name
+                and recorded.matches(self.identity)
+            )
             self.reembed_pending = not done
             return
         recorded, pending = recorded_identity(metadata, where=self.where)

@@ -33,6 +33,7 @@ from remy_retriever import (
 from remy_retriever.models.embeddings import RemyEmbeddingFunction
 from remy_retriever.retriever import list_collections
 from remy_retriever.stores.dense import GENERATION_MAX_AGE
+from remy_retriever.stores.identity import identify
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "reliability"))
 
@@ -226,6 +227,32 @@ def test_reembed_replaces_every_vector_and_the_record(tmp_path: Path, embedder: 
         # The default backend: torch, or ONNX when remy-retriever[onnx] is installed.
         assert isinstance(r.embedder, (SentenceTransformerEmbedder, OnnxEmbedder))
         assert r.search("homebrew on a mac", mode="semantic", k=1)[0].id.startswith("mac")
+
+
+class RenamedHashEmbedder(TokenHashEmbedder):
+    """TokenHashEmbedder's very vectors under another model name: what a model fine-tuned
+    for a few steps looks like to the probe (remy adapt's output on a short budget)."""
+
+    model_id = "test/renamed-hash"
+
+
+def test_reembed_with_another_model_whose_probe_vectors_match_records_that_model(
+    tmp_path: Path,
+) -> None:
+    """The probe vectors alone would call the two the same model; the caller named
+    another one, so the re-embedding runs and the record names it (a later plain open
+    then loads it, and `remy adapt --revert` has something to go back from)."""
+    with Retriever(tmp_path / "db", embedder=TokenHashEmbedder()) as r:
+        r.add(DOCS)
+        assert r._sync.dense.identity is not None
+        assert r._sync.dense.identity.matches(identify(RenamedHashEmbedder()))
+    with Retriever(tmp_path / "db", embedder=RenamedHashEmbedder(), reembed=True) as r:
+        assert r.count() == 3
+    with pytest.raises(ModelLoadError, match="RenamedHashEmbedder.*embedder="):
+        Retriever(tmp_path / "db")
+    # Asked again for the model it records, complete: nothing to do.
+    with Retriever(tmp_path / "db", embedder=RenamedHashEmbedder(), reembed=True) as r:
+        assert r._sync.dense.reembed_pending is False
 
 
 def test_a_failed_reembed_keeps_the_old_model_and_vectors(tmp_path: Path) -> None:
