@@ -66,7 +66,7 @@ dist: venv
 	$(PY) -m build --no-isolation --outdir dist .
 
 test: venv
-	$(TEST_ENV) $(PY) -m pytest -q $(TEST_DIRS)
+	$(TEST_ENV) $(PY) -m pytest -q --durations=25 $(TEST_DIRS)
 
 FAST_LANE := not sleepy and not slow and not browser and not server
 

@@ -61,6 +61,7 @@ from .identity import (
     check_not_pending,
     identify,
     recorded_identity,
+    reembedded_with,
 )
 
 __all__ = ["HNSW_KEYS", "STALE_READ_DELAYS", "STALE_VIEW_ERRORS", "DenseStore", "check_hnsw"]
@@ -360,20 +361,7 @@ class DenseStore:
         """Refuse an embedder other than the recorded one, unless re-embedding."""
         assert self.identity is not None
         if reembed:  # needed unless the record says this very model, complete
-            try:
-                recorded, pending = recorded_identity(metadata, where=self.where)
-            except StoreError:  # a damaged record: re-embedding rewrites it
-                recorded = pending = None
-            # By name as well as by vectors: a few steps of fine-tuning (remy adapt) can
-            # leave the probe vectors within MATCH_COSINE of the base model's while its
-            # ranking differs, and the caller asked for this model by name.
-            done = (
-                pending is None
-                and recorded is not None
-                and recorded.name == self.identity.name
-                and recorded.matches(self.identity)
-            )
-            self.reembed_pending = not done
+            self.reembed_pending = not reembedded_with(metadata, self.identity, where=self.where)
             return
         recorded, pending = recorded_identity(metadata, where=self.where)
         check_identity(recorded, pending, self.identity, where=self.where)

@@ -50,6 +50,7 @@ __all__ = [
     "identify",
     "prepare_embedder",
     "recorded_identity",
+    "reembedded_with",
 ]
 
 #: The probe text whose vectors fingerprint an embedder. Never change it: recorded
@@ -229,6 +230,25 @@ def recorded_identity(
     return (
         None if current in (None, "") else EmbedderIdentity.from_json(current, where=where),
         None if pending in (None, "") else EmbedderIdentity.from_json(pending, where=where),
+    )
+
+
+def reembedded_with(
+    metadata: Mapping[str, Any] | None, identity: EmbedderIdentity, *, where: str
+) -> bool:
+    """Whether the collection already records ``identity``, complete, so that
+    ``reembed=True`` has nothing to do. By name as well as by vectors: a few steps of
+    fine-tuning (remy adapt) can leave the probe vectors within MATCH_COSINE of the base
+    model's while its ranking differs, and the caller asked for this model by name."""
+    try:
+        recorded, pending = recorded_identity(metadata, where=where)
+    except StoreError:  # a damaged record: re-embedding rewrites it
+        return False
+    return (
+        pending is None
+        and recorded is not None
+        and recorded.name == identity.name
+        and recorded.matches(identity)
     )
 
 
