@@ -12,12 +12,6 @@ the guard keeps the base model, the adapted scores are the base ones. Also recor
 the time ``remy adapt`` took in all, and the re-embedding's share of it. Results are
 written after each collection, so an interrupted run keeps what it finished:
 ``results/adapt.json`` and ``.md``.
-
-``--scale`` times the whole command instead (``results/adapt-scale``): ``remy adapt`` at
-``--budget`` with the guard set to keep the adapted model (``--margin -1``), so that the
-re-embedding always runs and is counted, against :data:`SCALE_TARGET_MINUTES`, and the
-hybrid nDCG@10 before and after shows what the longer budget does when the guard is not
-asked. The collection's index is reused from ``--work`` when an earlier run left one.
 """
 
 from __future__ import annotations
@@ -40,7 +34,6 @@ from remy_retriever.evaluation.beir import load_beir
 MODES = ("semantic", "hybrid")
 MEASURES = ("nDCG@10", "R@100")
 #: A SciFact-sized collection (about 10k chunks) adapts within this, re-embedding included.
-SCALE_TARGET_MINUTES = 30.0
 
 
 def _scores(db: Path, dataset: Any) -> dict[str, dict[str, float]]:
@@ -96,75 +89,6 @@ def run_one(folder: Path, work: Path, budget: float, seed: int) -> dict[str, Any
         "adapted": adapted,
         "adapt": report,
     }
-
-
-def run_scale(folder: Path, work: Path, budget: float, seed: int) -> dict[str, Any]:
-    """The whole of ``remy adapt`` on one collection, re-embedding included: the adapted
-    model is kept whatever the held-out check says (``--margin -1``) so the re-embed runs."""
-    dataset = load_beir(folder, split="test")
-    db = work / dataset.name / "db"
-    reused = db.is_dir()
-    if reused:
-        with Retriever(db, collection="beir", create=False) as r:
-            chunks = r.count()
-        index_seconds = None
-    else:
-        chunks, seconds = _index(dataset, db)
-        index_seconds = round(seconds, 1)
-    base = _scores(db, dataset)
-    report, adapt_seconds = _adapt(db, budget, seed, "--margin", "-1")
-    adapted = _scores(db, dataset) if report.get("accepted") else base
-    return {
-        "dataset": dataset.name,
-        "chunks": chunks,
-        "index_reused": reused,
-        "index_seconds": index_seconds,
-        "budget_minutes": budget,
-        "adapt_seconds": round(adapt_seconds, 1),
-        "adapt": report,
-        "base": base,
-        "adapted": adapted,
-        "met": bool(report.get("accepted")) and adapt_seconds <= SCALE_TARGET_MINUTES * 60,
-    }
-
-
-def scale_markdown(data: dict[str, Any]) -> str:
-    rows = []
-    for item in data["collections"]:
-        rep = item["adapt"]
-        rows.append(
-            [
-                item["dataset"],
-                item["chunks"],
-                item["budget_minutes"],
-                rep.get("steps"),
-                rep.get("train_seconds"),
-                rep.get("reembed_seconds"),
-                round(item["adapt_seconds"] / 60, 1),
-                "yes" if item["met"] else "no",
-                item["base"]["hybrid"]["nDCG@10"],
-                item["adapted"]["hybrid"]["nDCG@10"],
-            ]
-        )
-    headers = [
-        "collection",
-        "chunks",
-        "--budget min",
-        "steps",
-        "train s",
-        "re-embed s",
-        "whole command min",
-        f"within {data['target_minutes']:g} min",
-        "hyb nDCG@10 base",
-        "adapted (kept anyway)",
-    ]
-    return (
-        "# remy adapt: the whole command's time\n\n"
-        f"Seed {data['seed']}, torch backend, `--margin -1` (the adapted model is kept, so "
-        "the re-embedding always runs and is counted). `whole command` is mining, the "
-        "probe, training, the held-out check and the re-embedding; indexing the corpus "
-        "beforehand is not counted.\n\n" + common.md_table(headers, rows) + "\n"
-    )
 
 
 def markdown(data: dict[str, Any]) -> str:
@@ -239,9 +163,6 @@ def main() -> int:
     )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=common.RESULTS_DIR)
-    parser.add_argument(
-        "--scale", action="store_true", help="time the whole command, kept and re-embedded"
-    )
     args = parser.parse_args()
     data: dict[str, Any] = {
         "budget_minutes": args.budget,
@@ -250,16 +171,12 @@ def main() -> int:
         "versions": common.versions(),
         "collections": [],
     }
-    name, run, render = ("adapt", run_one, markdown)
-    if args.scale:
-        name, run, render = ("adapt-scale", run_scale, scale_markdown)
-        data["target_minutes"] = SCALE_TARGET_MINUTES
     budgets = dict(_budget_for(item) for item in args.budget_for)
     for folder in args.dataset:
         budget = budgets.get(folder.name, args.budget)
-        data["collections"].append(run(folder, args.work, budget, args.seed))
+        data["collections"].append(run_one(folder, args.work, budget, args.seed))
         data["machine"] = common.finish_machine(data["machine"])
-        common.write_results(args.out, name, data, render(data))
+        common.write_results(args.out, "adapt", data, markdown(data))
     return 0
 
 

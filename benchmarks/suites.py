@@ -295,14 +295,9 @@ SUITES: tuple[Suite, ...] = (
                     "--work {cache}/adapt --budget 10 --budget-for lisa=15 "
                     "--budget-for scifact=25 --dataset {beir}/medline --dataset {beir}/cranfield "
                     "--dataset {beir}/cisi --dataset {beir}/lisa --dataset {beir}/scifact",
-                    "--work {cache}/adapt --scale --budget 25 --dataset {beir}/scifact",
                 ),
-                (
-                    "--work {cache}/adapt --budget 0.5 --dataset {beir}",
-                    "--work {cache}/adapt --scale --budget 0.3 --dataset {beir}",
-                ),
+                ("--work {cache}/adapt --budget 0.5 --dataset {beir}",),
                 "adapt.json",
-                "adapt-scale.json",
             ),
         ),
     ),

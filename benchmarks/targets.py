@@ -151,15 +151,6 @@ def _adapt(results: Path) -> Iterator[Row]:
             f"{big['adapt_seconds'] / 60:.1f} min at --budget {big['budget_minutes']:g}",
             big["adapt_seconds"] <= ADAPT_SCALE_MINUTES * 60,
         )
-    if (results / "adapt-scale.json").is_file():
-        scale = _load(results, "adapt-scale")
-        for c in scale["collections"]:
-            yield (
-                f"`remy adapt` (`adapt-scale`, {c['dataset']}): {c['chunks']:,} chunks adapt "
-                f"within {scale['target_minutes']:g} min, re-embedding included",
-                f"{c['adapt_seconds'] / 60:.1f} min at --budget {c['budget_minutes']:g}",
-                bool(c["met"]),
-            )
 
 
 def view_targets(results: Path) -> str:
